@@ -1,0 +1,181 @@
+"""The typed records that travel down the pipeline.
+
+A document moves one way: list entry → :class:`Resource` → :class:`FetchResult` →
+:class:`Document` → :class:`Chunk` → vectors → :class:`Hit`. Each stage module takes the
+previous stage's record and returns its own; only :mod:`dmlqa.build` knows the whole order.
+Records are frozen so that a stage cannot quietly edit what an earlier stage produced.
+"""
+
+from __future__ import annotations
+
+from dataclasses import asdict, dataclass, field
+from typing import Any
+
+#: The resource kinds a catalog entry may have.
+KINDS = ("paper", "repo", "docs", "article", "video", "slides")
+
+
+@dataclass(frozen=True)
+class Resource:
+    """One catalog entry: the facts a list gives about a link, never the list's prose."""
+
+    id: str
+    url: str  # canonical URL
+    title: str
+    kind: str = "article"
+    authors: tuple[str, ...] = ()
+    venue: str | None = None
+    year: int | None = None
+    topics: tuple[str, ...] = ()
+    lists: tuple[str, ...] = ()
+
+    def to_json(self) -> dict[str, Any]:
+        d = asdict(self)
+        d["authors"] = list(self.authors)
+        d["topics"] = list(self.topics)
+        d["lists"] = list(self.lists)
+        return d
+
+    @classmethod
+    def from_json(cls, d: dict[str, Any]) -> Resource:
+        return cls(
+            id=d["id"],
+            url=d["url"],
+            title=d.get("title") or d["url"],
+            kind=d.get("kind") or "article",
+            authors=tuple(d.get("authors") or ()),
+            venue=d.get("venue"),
+            year=d.get("year"),
+            topics=tuple(d.get("topics") or ()),
+            lists=tuple(d.get("lists") or ()),
+        )
+
+
+@dataclass(frozen=True)
+class FetchResult:
+    """One HTTP exchange as the pipeline sees it (live or replayed from a WARC archive).
+
+    ``body`` is the decoded entity body (Content-Encoding already undone). ``not_modified`` is
+    True for a 304 answer to a conditional GET; then ``body`` is empty and the caller keeps what
+    it had.
+    """
+
+    url: str  # the URL that was asked for
+    final_url: str  # after redirects
+    status: int
+    content_type: str  # media type only, lower-case, e.g. "application/pdf"
+    body: bytes
+    headers: dict[str, str] = field(default_factory=dict)
+    etag: str | None = None
+    last_modified: str | None = None
+    sha256: str = ""
+    fetched_at: str = ""  # ISO-8601 UTC
+    from_archive: bool = False
+    not_modified: bool = False
+
+
+@dataclass(frozen=True)
+class Block:
+    """A run of text with one location: a PDF page, or an HTML/markdown section."""
+
+    text: str
+    page: int | None = None  # 1-based PDF page
+    section: str | None = None  # nearest heading
+
+
+@dataclass(frozen=True)
+class Document:
+    """Extracted text of one resource (or one local file), located block by block.
+
+    ``text`` is the blocks joined by blank lines; chunk offsets index into it.
+    """
+
+    doc_id: str
+    url: str  # canonical catalog URL (what a citation shows)
+    title: str
+    blocks: tuple[Block, ...]
+    source_url: str = ""  # where the text actually came from (e.g. the PDF behind a landing page)
+    content_type: str = "text"  # pdf | html | markdown | text | card
+    kind: str = "article"
+    authors: tuple[str, ...] = ()
+    venue: str | None = None
+    year: int | None = None
+    topics: tuple[str, ...] = ()
+    is_card: bool = False  # indexed from catalog facts only (full text unavailable)
+    sha256: str = ""  # of the source bytes the text was extracted from
+
+    @property
+    def text(self) -> str:
+        return BLOCK_SEPARATOR.join(b.text for b in self.blocks)
+
+    def to_json(self) -> dict[str, Any]:
+        d = asdict(self)
+        d["blocks"] = [asdict(b) for b in self.blocks]
+        for key in ("authors", "topics"):
+            d[key] = list(d[key])
+        return d
+
+    @classmethod
+    def from_json(cls, d: dict[str, Any]) -> Document:
+        d = dict(d)
+        d["blocks"] = tuple(Block(**b) for b in d["blocks"])
+        d["authors"] = tuple(d.get("authors") or ())
+        d["topics"] = tuple(d.get("topics") or ())
+        return cls(**d)
+
+
+BLOCK_SEPARATOR = "\n\n"
+
+
+@dataclass(frozen=True)
+class Chunk:
+    """A passage sized for the embedding model, with everything a citation needs."""
+
+    chunk_id: str  # f"{doc_id}#{ordinal}": stable for the same document text
+    doc_id: str
+    url: str
+    title: str
+    text: str
+    page: int | None = None
+    section: str | None = None
+    start: int = 0  # character offsets into Document.text
+    end: int = 0
+
+
+@dataclass(frozen=True)
+class Hit:
+    """One search result."""
+
+    rank: int
+    score: float
+    doc_id: str
+    url: str
+    title: str
+    page: int | None
+    section: str | None
+    text: str
+    chunk_id: str = ""
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "rank": self.rank,
+            "score": round(float(self.score), 6),
+            "doc_id": self.doc_id,
+            "url": self.url,
+            "title": self.title,
+            "page": self.page,
+            "section": self.section,
+            "text": self.text,
+        }
+
+
+@dataclass(frozen=True)
+class Failure:
+    """A resource that could not be (fully) processed, for the build report."""
+
+    url: str
+    stage: str  # catalog | fetch | extract | chunk | embed | index
+    error: str
+
+    def to_json(self) -> dict[str, str]:
+        return {"url": self.url, "stage": self.stage, "error": self.error}
