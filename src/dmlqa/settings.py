@@ -10,9 +10,10 @@ from __future__ import annotations
 
 import os
 import tomllib
+from collections.abc import Mapping
 from dataclasses import dataclass, field, fields, replace
 from pathlib import Path
-from typing import Any, Mapping
+from typing import Any
 
 from dmlqa import __version__
 
@@ -52,6 +53,9 @@ class Settings:
     #: Vectors past this count get an approximate (HNSW) FAISS index instead of an exact one.
     ann_threshold: int = 200_000
     keep_versions: int = 3
+    #: Where ONNX exports of embedding models are cached. They are derived from the model alone, so
+    #: homes share them; empty means $XDG_CACHE_HOME/dmlqa/encoders (~/.cache/dmlqa/encoders).
+    encoder_cache: str = ""
     fetch: FetchConfig = field(default_factory=FetchConfig)
     # answering (used from the answering issue on)
     llm_base_url: str | None = None
@@ -67,6 +71,10 @@ class Settings:
     @property
     def index_dir(self) -> Path:
         return self.home / "index"
+
+    @property
+    def encoders_dir(self) -> Path:
+        return Path(self.encoder_cache).expanduser() if self.encoder_cache else self.index_dir / "encoders"
 
     @property
     def catalog_path(self) -> Path:
@@ -163,6 +171,9 @@ def load_settings(
                 fetch[key] = _coerce(env[var], getattr(base.fetch, key), var)
     if not top.get("llm_api_key") and env.get("OPENAI_API_KEY"):
         top["llm_api_key"] = env["OPENAI_API_KEY"]
+    if not top.get("encoder_cache"):
+        cache_root = env.get("XDG_CACHE_HOME") or str(Path.home() / ".cache")
+        top["encoder_cache"] = str(Path(cache_root) / "dmlqa" / "encoders")
     settings = replace(base, **top)
     if fetch:
         settings = replace(settings, fetch=replace(settings.fetch, **fetch))

@@ -1,0 +1,360 @@
+"""Orchestration of one build: catalog → fetch → extract → chunk → embed → index → publish.
+
+This is the only module that knows the whole order of the stages. Every resource is processed
+independently: a failure in any stage becomes a row of the report and the resource falls back to
+its previous text (from the document store) or to a catalog card, so one bad resource never
+stops a build. The build exits with a published version whenever at least one could be written.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import time
+from collections.abc import Callable, Sequence
+from contextlib import contextmanager
+from dataclasses import dataclass, field, replace
+from pathlib import Path
+from typing import Any, Protocol
+
+import numpy as np
+
+from dmlqa.docstore import DocStore
+from dmlqa.errors import DmlqaError, ExtractError, FetchError
+from dmlqa.index import dense_text, prune, publish, write_version
+from dmlqa.models import Chunk, Document, Failure, Resource
+from dmlqa.settings import Settings
+
+log = logging.getLogger(__name__)
+
+
+class Progress(Protocol):
+    """Receives progress of the long stages; the CLI draws bars, a library caller may ignore it."""
+
+    def start(self, stage: str, total: int) -> Callable[[int], None]: ...
+
+    def done(self, stage: str) -> None: ...
+
+
+class NoProgress:
+    def start(self, stage: str, total: int) -> Callable[[int], None]:
+        return lambda n: None
+
+    def done(self, stage: str) -> None:
+        return None
+
+
+@dataclass
+class BuildReport:
+    resources: int = 0
+    fetched: int = 0
+    not_modified: int = 0
+    from_archive: int = 0
+    failed: list[Failure] = field(default_factory=list)
+    documents: int = 0
+    cards: int = 0
+    chunks: int = 0
+    embedded: int = 0
+    reused_embeddings: int = 0
+    index_version: str | None = None
+    seconds: dict[str, float] = field(default_factory=dict)
+    # beyond the required keys: what changed since the previous build
+    extracted: int = 0
+    reused_documents: int = 0
+    kept_previous: int = 0
+    removed: list[str] = field(default_factory=list)
+    local_documents: int = 0
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "resources": self.resources,
+            "fetched": self.fetched,
+            "not_modified": self.not_modified,
+            "from_archive": self.from_archive,
+            "failed": [f.to_json() for f in self.failed],
+            "documents": self.documents,
+            "cards": self.cards,
+            "chunks": self.chunks,
+            "embedded": self.embedded,
+            "reused_embeddings": self.reused_embeddings,
+            "index_version": self.index_version,
+            "seconds": {k: round(v, 3) for k, v in self.seconds.items()},
+            "extracted": self.extracted,
+            "reused_documents": self.reused_documents,
+            "kept_previous": self.kept_previous,
+            "removed": self.removed,
+            "local_documents": self.local_documents,
+        }
+
+
+@dataclass(frozen=True)
+class BuildOptions:
+    archives: tuple[Path, ...] = ()
+    offline: bool = False
+
+
+@contextmanager
+def _timed(report: BuildReport, stage: str):  # noqa: ANN202
+    t0 = time.perf_counter()
+    try:
+        yield
+    finally:
+        report.seconds[stage] = report.seconds.get(stage, 0.0) + time.perf_counter() - t0
+
+
+# -- fetch ----------------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class _Fetched:
+    resource: Resource
+    resolved: Any | None  # dmlqa.resolve.Resolved
+    error: FetchError | None
+
+
+async def _fetch_all(
+    resources: Sequence[Resource], settings: Settings, options: BuildOptions, advance: Callable[[int], None]
+) -> tuple[list[_Fetched], dict[str, int]]:
+    from dmlqa.archive import ArchiveReplay, ArchiveWriter, Manifest
+    from dmlqa.fetch import Fetcher
+    from dmlqa.resolve import fetch_resource
+
+    replay = ArchiveReplay(list(options.archives)) if options.archives else None
+    writer = None if options.offline else ArchiveWriter(settings.archive_dir)
+    manifest = Manifest(settings.corpus_dir / "manifest.sqlite")
+    try:
+        async with Fetcher(
+            settings.fetch, archive=writer, manifest=manifest, replay=replay, offline=options.offline
+        ) as fetcher:
+
+            async def one(res: Resource) -> _Fetched:
+                try:
+                    return _Fetched(res, await fetch_resource(fetcher, res.url), None)
+                except FetchError as exc:
+                    return _Fetched(res, None, exc)
+                except Exception as exc:  # a bug in one resource's path must not stop the build
+                    log.exception("unexpected error fetching %s", res.url)
+                    return _Fetched(res, None, FetchError(res.url, f"unexpected error: {exc!r}"))
+                finally:
+                    advance(1)
+
+            results = await asyncio.gather(*(one(r) for r in resources))
+            return list(results), dict(fetcher.stats)
+    finally:
+        manifest.close()
+        if writer is not None:
+            writer.close()
+
+
+# -- extract --------------------------------------------------------------------------------------
+
+
+def _is_url_like(title: str) -> bool:
+    return not title.strip() or title.strip().startswith(("http://", "https://", "www."))
+
+
+def _refresh_facts(doc: Document, res: Resource) -> Document:
+    """A stored document with the catalog's current facts (titles and topics may be edited)."""
+    title = doc.title if _is_url_like(res.title) else res.title
+    return replace(
+        doc, url=res.url, title=title, kind=res.kind, venue=res.venue, year=res.year,
+        topics=res.topics, authors=res.authors or doc.authors,
+    )
+
+
+def _extract_one(
+    item: _Fetched, store: DocStore, report: BuildReport
+) -> Document:
+    from dmlqa.extract import catalog_card, extract_bytes, to_document
+
+    res = item.resource
+    previous = store.get(res.id)
+    if item.error is not None:
+        report.failed.append(Failure(res.url, "fetch", item.error.reason))
+        if previous is not None and not previous.is_card:
+            report.kept_previous += 1
+            return _refresh_facts(previous, res)
+        return catalog_card(res)
+    resolved = item.resolved
+    for note in resolved.notes:
+        log.info("%s: %s", res.url, note)
+    fetched = resolved.document
+    if fetched.not_modified:
+        if previous is not None and not previous.is_card:
+            report.reused_documents += 1
+            return _refresh_facts(previous, res)
+        # A 304 for a document we no longer hold: treat as missing text this time.
+        report.failed.append(Failure(res.url, "fetch", "304 Not Modified but no stored text; rebuild later"))
+        return catalog_card(res)
+    if previous is not None and not previous.is_card and previous.sha256 == fetched.sha256:
+        report.reused_documents += 1
+        return _refresh_facts(previous, res)
+    candidates = [fetched] + ([resolved.landing] if resolved.landing is not None else [])
+    errors: list[str] = []
+    for cand in candidates:
+        try:
+            extracted = extract_bytes(cand.body, cand.content_type, url=cand.final_url)
+        except ExtractError as exc:
+            errors.append(exc.reason)
+            continue
+        except Exception as exc:  # noqa: BLE001 - a parser bug on one file must not stop the build
+            log.exception("unexpected extraction error for %s", cand.final_url)
+            errors.append(f"unexpected error: {exc!r}")
+            continue
+        report.extracted += 1
+        return to_document(res, extracted, source_url=cand.final_url, sha256=fetched.sha256)
+    report.failed.append(Failure(res.url, "extract", "; ".join(errors)))
+    if previous is not None and not previous.is_card:
+        report.kept_previous += 1
+        return _refresh_facts(previous, res)
+    return catalog_card(res)
+
+
+def _local_documents(settings: Settings, store: DocStore, report: BuildReport) -> list[Document]:
+    from dmlqa.extract import extract_file, to_document
+    from dmlqa.localdocs import file_doc_id, file_sha256, jsonl_documents, local_files
+
+    docs: list[Document] = []
+    for path in local_files(settings.corpus_dir):
+        rel = path.relative_to(settings.corpus_dir).as_posix()
+        if path.suffix.lower() == ".jsonl":
+            for item in jsonl_documents(path, settings.corpus_dir):
+                if isinstance(item, Failure):
+                    report.failed.append(item)
+                else:
+                    docs.append(item)
+            continue
+        doc_id = file_doc_id(settings.corpus_dir, path)
+        sha = file_sha256(path)
+        previous = store.get(doc_id)
+        if previous is not None and previous.sha256 == sha:
+            report.reused_documents += 1
+            docs.append(previous)
+            continue
+        try:
+            extracted = extract_file(path)
+        except ExtractError as exc:
+            report.failed.append(Failure(rel, "extract", exc.reason))
+            if previous is not None:
+                docs.append(previous)
+            continue
+        res = Resource(id=doc_id, url=path.resolve().as_uri(), title=extracted.title or path.stem, kind="article")
+        docs.append(to_document(res, extracted, source_url=res.url, sha256=sha))
+        report.extracted += 1
+    report.local_documents = len(docs)
+    return docs
+
+
+# -- the build --------------------------------------------------------------------------------------
+
+
+def run_build(
+    settings: Settings,
+    options: BuildOptions | None = None,
+    *,
+    progress: Progress | None = None,
+) -> BuildReport:
+    """Build and publish a new index version of ``settings.home``; return the report.
+
+    Raises :class:`DmlqaError` only when no version could be published at all.
+    """
+    from dmlqa.catalog import read_catalog
+    from dmlqa.chunk import Chunker, TokenCounter
+    from dmlqa.embed import EmbeddingCache, embed_texts, load_encoder, model_dir
+    from dmlqa.lock import WriterLock
+
+    options = options or BuildOptions()
+    progress = progress or NoProgress()
+    report = BuildReport()
+    t_all = time.perf_counter()
+    with WriterLock(settings.home, "build"):
+        settings.index_dir.mkdir(parents=True, exist_ok=True)
+        prune(settings.index_dir, settings.keep_versions)  # clears debris of a crashed build first
+
+        with _timed(report, "catalog"):
+            resources = read_catalog(settings.catalog_path)
+        report.resources = len(resources)
+
+        with _timed(report, "fetch"):
+            advance = progress.start("fetch", len(resources))
+            fetched, stats = asyncio.run(_fetch_all(resources, settings, options, advance)) if resources else ([], {})
+            progress.done("fetch")
+        report.from_archive = sum(
+            1 for f in fetched if f.resolved is not None and f.resolved.document.from_archive
+        )
+        report.not_modified = sum(
+            1 for f in fetched if f.resolved is not None and f.resolved.document.not_modified
+        )
+        report.fetched = sum(
+            1 for f in fetched if f.resolved is not None and not f.resolved.document.from_archive
+            and not f.resolved.document.not_modified
+        )
+
+        with DocStore(settings.corpus_dir / "documents.sqlite") as store, _timed(report, "extract"):
+            advance = progress.start("extract", len(fetched))
+            docs: list[Document] = []
+            for item in fetched:
+                docs.append(_extract_one(item, store, report))
+                advance(1)
+            docs.extend(_local_documents(settings, store, report))
+            progress.done("extract")
+            # Keep only what the catalog and corpus/local still name; store fresh full texts.
+            keep = {d.doc_id for d in docs}
+            gone = sorted(store.ids() - keep)
+            store.delete(gone)
+            report.removed = gone
+            store.put_many(d for d in docs if not d.is_card)
+
+        report.documents = sum(1 for d in docs if not d.is_card)
+        report.cards = sum(1 for d in docs if d.is_card)
+
+        with _timed(report, "chunk"):
+            path = model_dir(settings.model)
+            counter = TokenCounter.from_model_dir(path) if path else None
+            if counter is None:
+                raise DmlqaError(f"model {settings.model!r} has no local folder with tokenizer.json")
+            chunker = Chunker(counter, chunk_tokens=settings.chunk_tokens, overlap=settings.chunk_overlap)
+            chunks: list[Chunk] = []
+            for d in docs:
+                try:
+                    chunks.extend(chunker.chunk(d))
+                except Exception as exc:  # noqa: BLE001
+                    log.exception("chunking failed for %s", d.url)
+                    report.failed.append(Failure(d.url, "chunk", f"unexpected error: {exc!r}"))
+        report.chunks = len(chunks)
+
+        with _timed(report, "embed"):
+            encoder = load_encoder(settings.model, settings.encoder, settings.encoders_dir)
+            cache = EmbeddingCache(settings.index_dir / "cache" / "embeddings.sqlite")
+            titles = {d.doc_id: d.title for d in docs}
+            texts = [dense_text(titles[c.doc_id], c.section, c.text) for c in chunks]
+            try:
+                advance = progress.start("embed", len(texts))
+                result = embed_texts(texts, encoder, cache, batch_size=settings.batch_size, progress=advance)
+                progress.done("embed")
+            finally:
+                cache.close()
+        report.embedded = result.embedded
+        report.reused_embeddings = result.reused
+        vectors = result.vectors if len(texts) else np.zeros((0, encoder.dim), dtype=np.float32)
+
+        with _timed(report, "index"):
+            meta = {
+                "model": settings.model,
+                "encoder": settings.encoder,
+                "encoder_key": encoder.key,
+                "resources": report.resources,
+                "failed": [f.to_json() for f in report.failed],
+                "chunk_tokens": settings.chunk_tokens,
+                "chunk_overlap": settings.chunk_overlap,
+                "dense_text": "title — section\\ntext",
+            }
+            name = write_version(
+                settings.index_dir, docs, chunks, vectors, meta, ann_threshold=settings.ann_threshold
+            )
+            publish(settings.index_dir, name)
+            prune(settings.index_dir, settings.keep_versions)
+        report.index_version = name
+    report.seconds["total"] = time.perf_counter() - t_all
+    log.debug("fetch stats: %s", stats)
+    return report

@@ -1,0 +1,68 @@
+"""A knowledge-base home: creating one and describing its published index."""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+from dmlqa.errors import IndexMissingError
+from dmlqa.index import VERSIONS, current_version
+from dmlqa.settings import SETTINGS_FILE, Settings
+
+_TEMPLATE = """# dmlqa settings for this home. Every key can also be set as DMLQA_<KEY> in the environment.
+# model = "bundled:all-MiniLM-L6-v2"   # or a sentence-transformers model name / local path
+# encoder = "onnx-int8"                 # onnx-int8 | onnx | torch
+# chunk_tokens = 200
+# chunk_overlap = 32
+# keep_versions = 3
+# llm_base_url = "http://localhost:11434/v1"
+# llm_model = "llama3.1"
+
+[fetch]
+# concurrency = 8
+# per_host = 2
+# timeout = 30.0
+# max_bytes = 52428800
+# allow_private_hosts = false
+"""
+
+
+def init_home(settings: Settings) -> list[str]:
+    """Create the folders and a commented settings file; never overwrite anything."""
+    created: list[str] = []
+    for path in (settings.corpus_dir, settings.index_dir, settings.corpus_dir / "local"):
+        if not path.exists():
+            path.mkdir(parents=True)
+            created.append(str(path.relative_to(settings.home)) + "/")
+    toml = settings.home / SETTINGS_FILE
+    if not toml.exists():
+        toml.write_text(_TEMPLATE, encoding="utf-8")
+        created.append(SETTINGS_FILE)
+    if not settings.catalog_path.exists():
+        settings.catalog_path.touch()
+        created.append("corpus/catalog.jsonl")
+    return created
+
+
+def index_status(settings: Settings) -> dict[str, Any]:
+    """The published version's facts, as ``dmlqa status --json`` prints them."""
+    name = current_version(settings.index_dir)
+    if name is None:
+        raise IndexMissingError(f"no index in {settings.home} yet: run `dmlqa build` first (see README.md)")
+    meta_path = settings.index_dir / VERSIONS / name / "meta.json"
+    try:
+        meta = json.loads(meta_path.read_text(encoding="utf-8"))
+    except (OSError, ValueError) as exc:
+        raise IndexMissingError(f"published version {name} is unreadable ({exc}); run `dmlqa build`") from None
+    return {
+        "index_version": meta["version"],
+        "built_at": meta["built_at"],
+        "model": meta["model"],
+        "encoder": meta.get("encoder"),
+        "index_type": meta.get("index_type"),
+        "resources": meta.get("resources", 0),
+        "documents": meta.get("documents", 0),
+        "cards": meta.get("cards", 0),
+        "chunks": meta.get("chunks", 0),
+        "failed": meta.get("failed", []),
+    }

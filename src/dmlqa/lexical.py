@@ -1,0 +1,75 @@
+"""The sparse half of hybrid search: BM25 over chunk texts (bm25s).
+
+Kept apart from the dense index so each can be tested and measured alone. Tokenisation is ours
+(shared by indexing and querying, so they can never drift apart): lower-case word tokens, single
+characters kept (``ZeRO-3`` → ``zero``, ``3``), English stop words dropped, Snowball-stemmed.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Sequence
+from functools import lru_cache
+from pathlib import Path
+
+import numpy as np
+
+_TOKEN = re.compile(r"(?u)\b\w+\b")
+
+
+@lru_cache(maxsize=1)
+def _stopwords() -> frozenset[str]:
+    from bm25s.stopwords import STOPWORDS_EN
+
+    return frozenset(STOPWORDS_EN)
+
+
+@lru_cache(maxsize=1)
+def _stemmer():  # noqa: ANN202 - PyStemmer has no type hints
+    try:
+        import Stemmer
+
+        return Stemmer.Stemmer("english")
+    except ImportError:  # pragma: no cover - PyStemmer is a dependency; degrade to no stemming
+        return None
+
+
+def tokenize(text: str) -> list[str]:
+    """BM25 tokens of ``text`` (stemmed, stop words dropped)."""
+    stop = _stopwords()
+    words = [w for w in _TOKEN.findall(text.lower()) if w not in stop and len(w) < 40]
+    stemmer = _stemmer()
+    return stemmer.stemWords(words) if stemmer else words
+
+
+class LexicalIndex:
+    """BM25 scores for every chunk row; rows line up with the dense index's ids."""
+
+    def __init__(self, bm25) -> None:  # noqa: ANN001 - bm25s.BM25
+        self._bm25 = bm25
+
+    @classmethod
+    def build(cls, texts: Sequence[str]) -> LexicalIndex:
+        import bm25s
+
+        bm25 = bm25s.BM25(k1=1.2, b=0.75)
+        # An empty token list would make a chunk invisible but must keep its row number.
+        bm25.index([tokenize(t) or ["\u2205"] for t in texts], show_progress=False)
+        return cls(bm25)
+
+    def save(self, path: Path) -> None:
+        self._bm25.save(str(path))
+
+    @classmethod
+    def load(cls, path: Path) -> LexicalIndex:
+        import bm25s
+
+        return cls(bm25s.BM25.load(str(path), mmap=True, show_progress=False))
+
+    def scores(self, query: str) -> np.ndarray:
+        """One BM25 score per chunk row (zeros when no query term is in the index)."""
+        tokens = tokenize(query)
+        n = int(self._bm25.scores["num_docs"])
+        if not tokens:
+            return np.zeros(n, dtype=np.float32)
+        return np.asarray(self._bm25.get_scores(tokens), dtype=np.float32)

@@ -1,0 +1,209 @@
+"""Hybrid retrieval over the published index: dense (FAISS) + BM25, fused.
+
+Fusion is reciprocal rank fusion by default: it needs no score calibration between a cosine and
+a BM25 score, and measured on the dev questions and BEIR SciFact it beats both retrievers alone
+(numbers in bench/README.md). :class:`Searcher` follows the published version: when ``CURRENT``
+changes it opens the new version for the next query and lets requests in flight finish on the
+old one.
+"""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from urllib.parse import urlsplit
+
+import numpy as np
+
+from dmlqa.embed import Encoder, load_encoder
+from dmlqa.index import IndexVersion, current_version, open_current
+from dmlqa.models import Hit
+from dmlqa.settings import Settings
+
+RRF_K = 60
+
+
+@dataclass(frozen=True)
+class Filters:
+    """Restrict retrieval to some documents (all conditions must hold)."""
+
+    kinds: tuple[str, ...] = ()
+    since: int | None = None
+    until: int | None = None
+    topics: tuple[str, ...] = ()
+    hosts: tuple[str, ...] = ()
+
+    def active(self) -> bool:
+        return bool(self.kinds or self.since or self.until or self.topics or self.hosts)
+
+
+@dataclass(frozen=True)
+class SearchOptions:
+    k: int = 10
+    per_doc: bool = False
+    mode: str = "hybrid"  # hybrid | dense | bm25
+    filters: Filters = field(default_factory=Filters)
+    candidates: int = 100  # per retriever, before fusion
+
+
+def rrf(rankings: Sequence[Sequence[int]], k: int = RRF_K, weights: Sequence[float] | None = None) -> dict[int, float]:
+    """Reciprocal rank fusion: score(row) = Σ w / (k + rank), rank from 1."""
+    weights = weights or [1.0] * len(rankings)
+    fused: dict[int, float] = {}
+    for w, ranking in zip(weights, rankings, strict=True):
+        for rank, row in enumerate(ranking, start=1):
+            fused[row] = fused.get(row, 0.0) + w / (k + rank)
+    return fused
+
+
+def _host(url: str) -> str:
+    host = (urlsplit(url).hostname or "").lower()
+    return host[4:] if host.startswith("www.") else host
+
+
+def allowed_docs(version: IndexVersion, filters: Filters) -> set[str] | None:
+    """The doc ids that pass ``filters`` (None when nothing is filtered)."""
+    if not filters.active():
+        return None
+    kinds = {k.lower() for k in filters.kinds}
+    topics = {t.lower() for t in filters.topics}
+    hosts = {h.lower().removeprefix("www.") for h in filters.hosts}
+    out: set[str] = set()
+    for d in version.docs.values():
+        if kinds and d.kind.lower() not in kinds:
+            continue
+        if filters.since and (d.year is None or d.year < filters.since):
+            continue
+        if filters.until and (d.year is None or d.year > filters.until):
+            continue
+        if topics and not topics & {t.lower() for t in d.topics}:
+            continue
+        if hosts and not any(_host(d.url) == h or _host(d.url).endswith("." + h) for h in hosts):
+            continue
+        out.add(d.doc_id)
+    return out
+
+
+class Searcher:
+    """Loads the encoder and the current index version once; answers many queries."""
+
+    def __init__(self, settings: Settings) -> None:
+        self.settings = settings
+        self._lock = threading.Lock()
+        self._version: IndexVersion | None = None
+        self._encoders: dict[str, Encoder] = {}
+
+    # -- version following ------------------------------------------------------------------
+    @property
+    def version(self) -> IndexVersion:
+        """The published version, reopened when ``CURRENT`` has moved since the last call."""
+        name = current_version(self.settings.index_dir)
+        with self._lock:
+            if self._version is None or (name is not None and name != self._version.name):
+                self._version = open_current(self.settings.index_dir)
+            return self._version
+
+    def encoder_for(self, version: IndexVersion) -> Encoder:
+        """The encoder that built ``version``: queries must use the same one."""
+        meta = version.meta
+        key = meta["encoder_key"]
+        with self._lock:
+            if key not in self._encoders:
+                enc = load_encoder(meta["model"], meta["encoder"], self.settings.encoders_dir)
+                if enc.key != key:
+                    raise RuntimeError(
+                        f"the index was built with encoder {key} but {enc.key} is installed now; "
+                        "rebuild the index (`dmlqa build`)"
+                    )
+                self._encoders[key] = enc
+            return self._encoders[key]
+
+    def embed_query(self, query: str, version: IndexVersion | None = None) -> np.ndarray:
+        version = version or self.version
+        return self.encoder_for(version).encode([query])[0]
+
+    # -- retrieval ---------------------------------------------------------------------------
+    def dense_ranking(
+        self, version: IndexVersion, qvec: np.ndarray, n: int, allowed: set[str] | None
+    ) -> list[tuple[int, float]]:
+        if version.size == 0:
+            return []
+        want = min(version.size, n if allowed is None else max(n * 5, 500))
+        scores, rows = version.dense.search(np.asarray([qvec], dtype=np.float32), want)
+        out = [(int(r), float(s)) for r, s in zip(rows[0], scores[0], strict=True) if r >= 0]
+        if allowed is not None:
+            out = [(r, s) for r, s in out if version.row_doc[r] in allowed]
+            if len(out) < n and want < version.size:
+                # Filters kept too few: score the allowed rows exactly.
+                rows_ok = [i for i in range(version.size) if version.row_doc[i] in allowed]
+                vecs = version.vectors(rows_ok)
+                sims = vecs @ qvec
+                order = np.argsort(-sims)[:n]
+                out = [(rows_ok[i], float(sims[i])) for i in order]
+        return out[:n]
+
+    def lexical_ranking(
+        self, version: IndexVersion, query: str, n: int, allowed: set[str] | None
+    ) -> list[tuple[int, float]]:
+        scores = version.lexical.scores(query)
+        if allowed is not None:
+            mask = np.array([d in allowed for d in version.row_doc], dtype=bool)
+            scores = np.where(mask, scores, 0.0)
+        top = np.argsort(-scores)[:n]
+        return [(int(r), float(scores[r])) for r in top if scores[r] > 0]
+
+    def search(self, query: str, options: SearchOptions | None = None) -> list[Hit]:
+        options = options or SearchOptions()
+        query = " ".join(query.split())
+        if not query:
+            return []
+        version = self.version
+        allowed = allowed_docs(version, options.filters)
+        n = max(options.candidates, options.k * 5)
+        rankings: list[list[int]] = []
+        raw: dict[int, float] = {}
+        if options.mode in ("hybrid", "dense"):
+            dense = self.dense_ranking(version, self.embed_query(query, version), n, allowed)
+            rankings.append([r for r, _ in dense])
+            raw.update(dense)
+        if options.mode in ("hybrid", "bm25"):
+            lex = self.lexical_ranking(version, query, n, allowed)
+            rankings.append([r for r, _ in lex])
+            if options.mode == "bm25":
+                raw.update(lex)
+        if options.mode == "hybrid":
+            fused = rrf(rankings)
+        else:
+            fused = raw
+        ordered = sorted(fused.items(), key=lambda kv: -kv[1])
+        if options.per_doc:
+            seen: set[str] = set()
+            best: list[tuple[int, float]] = []
+            for row, score in ordered:
+                doc = version.row_doc[row]
+                if doc not in seen:
+                    seen.add(doc)
+                    best.append((row, score))
+            ordered = best
+        ordered = ordered[: options.k]
+        records = version.chunks([r for r, _ in ordered])
+        hits: list[Hit] = []
+        for rank, (row, score) in enumerate(ordered, start=1):
+            c = records[row]
+            d = version.docs[c.doc_id]
+            hits.append(
+                Hit(
+                    rank=rank, score=score, doc_id=c.doc_id, url=d.url, title=d.title, page=c.page,
+                    section=c.section, text=c.text, chunk_id=c.chunk_id,
+                )
+            )
+        return hits
+
+
+def open_searcher(home: Path | str | None = None) -> Searcher:
+    """Library entry point: a searcher over a home's published index."""
+    from dmlqa.settings import load_settings
+
+    return Searcher(load_settings(home))

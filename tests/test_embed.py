@@ -1,0 +1,64 @@
+"""The embed stage against the real bundled model (ONNX int8 and torch)."""
+
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from dmlqa.embed import EmbeddingCache, EncoderError, embed_texts, load_encoder, text_sha256
+from dmlqa.settings import BUNDLED_MODEL
+
+TEXTS = [
+    "ZeRO partitions optimizer states, gradients and parameters across data-parallel ranks.",
+    "Pipeline parallelism splits the layers into stages and fills the bubble with micro-batches.",
+    "The capital of France is Paris.",
+]
+
+
+def test_vectors_are_normalised_and_meaningful(encoder) -> None:  # noqa: ANN001
+    v = encoder.encode(TEXTS + ["How does ZeRO shard the optimizer state over GPUs?"])
+    assert v.shape == (4, 384) and v.dtype == np.float32
+    assert np.allclose(np.linalg.norm(v, axis=1), 1.0, atol=1e-4)
+    sims = v[:3] @ v[3]
+    assert int(np.argmax(sims)) == 0 and sims[0] > sims[2] + 0.2
+
+
+def test_int8_onnx_matches_torch(encoder) -> None:  # noqa: ANN001
+    torch_enc = load_encoder(BUNDLED_MODEL, "torch", Path("unused"))
+    a, b = encoder.encode(TEXTS), torch_enc.encode(TEXTS)
+    cos = (a * b).sum(axis=1)
+    assert cos.min() > 0.97, cos
+    assert encoder.key != torch_enc.key  # vectors of the two must never be mixed in one index
+
+
+def test_batching_barely_changes_vectors(encoder) -> None:  # noqa: ANN001
+    # Dynamic int8 quantisation scales activations per batch, so a text's vector moves a little
+    # with its batch mates (cosine ~0.99, the same order as int8 vs fp32); it must stay that small.
+    texts = [t * (i + 1) for i, t in enumerate(TEXTS * 3)]
+    together = encoder.encode(texts, batch_size=4)
+    alone = np.vstack([encoder.encode([t]) for t in texts])
+    assert (together * alone).sum(axis=1).min() > 0.98
+
+
+def test_cache_embeds_each_text_once(tmp_path: Path, encoder) -> None:  # noqa: ANN001
+    cache = EmbeddingCache(tmp_path / "e.sqlite")
+    first = embed_texts(TEXTS + [TEXTS[0]], encoder, cache)
+    assert (first.embedded, first.reused) == (3, 1)
+    again = embed_texts(list(reversed(TEXTS)), encoder, cache)
+    assert (again.embedded, again.reused) == (0, 3)
+    assert np.allclose(again.vectors[::-1], first.vectors[:3])
+    changed = embed_texts([TEXTS[0], "A new passage about tensor parallelism."], encoder, cache)
+    assert (changed.embedded, changed.reused) == (1, 1)
+    assert set(cache.get_many(encoder.key, [text_sha256(t) for t in TEXTS])) == {text_sha256(t) for t in TEXTS}
+    cache.close()
+
+
+def test_bad_configuration_is_explained(tmp_path: Path) -> None:
+    with pytest.raises(EncoderError, match="unknown encoder"):
+        load_encoder(BUNDLED_MODEL, "tensorrt", tmp_path)
+    with pytest.raises(EncoderError, match="needs a local model folder"):
+        load_encoder("some-org/some-model-not-here", "onnx-int8", tmp_path)
+    empty = tmp_path / "model"
+    empty.mkdir()
+    with pytest.raises(EncoderError, match="tokenizer.json"):
+        load_encoder(str(empty), "onnx-int8", tmp_path)

@@ -1,0 +1,48 @@
+from pathlib import Path
+
+import pytest
+
+from dmlqa.settings import BUNDLED_MODEL, load_settings
+
+
+def test_defaults_home_is_cwd(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.chdir(tmp_path)
+    s = load_settings(env={})
+    assert s.home == tmp_path.resolve()
+    assert s.corpus_dir == tmp_path.resolve() / "corpus"
+    assert s.index_dir == tmp_path.resolve() / "index"
+    assert s.model == BUNDLED_MODEL
+    assert s.fetch.allow_private_hosts is False
+
+
+def test_precedence_toml_then_env(tmp_path: Path) -> None:
+    (tmp_path / "dmlqa.toml").write_text('chunk_tokens = 150\nencoder = "torch"\n[fetch]\ntimeout = 5\n')
+    s = load_settings(tmp_path, env={})
+    assert (s.chunk_tokens, s.encoder, s.fetch.timeout) == (150, "torch", 5.0)
+    s = load_settings(tmp_path, env={"DMLQA_CHUNK_TOKENS": "120", "DMLQA_ALLOW_PRIVATE_HOSTS": "1",
+                                     "DMLQA_FETCH_TIMEOUT": "2.5"})
+    assert (s.chunk_tokens, s.fetch.allow_private_hosts, s.fetch.timeout) == (120, True, 2.5)
+
+
+def test_home_from_env_and_flag(tmp_path: Path) -> None:
+    a, b = tmp_path / "a", tmp_path / "b"
+    assert load_settings(env={"DMLQA_HOME": str(a)}).home == a.resolve()
+    assert load_settings(b, env={"DMLQA_HOME": str(a)}).home == b.resolve()
+
+
+def test_bad_values_are_specific(tmp_path: Path) -> None:
+    with pytest.raises(ValueError, match="DMLQA_CHUNK_TOKENS: expected an integer"):
+        load_settings(tmp_path, env={"DMLQA_CHUNK_TOKENS": "lots"})
+    (tmp_path / "dmlqa.toml").write_text("colour = 'blue'\n")
+    with pytest.raises(ValueError, match="unknown setting 'colour'"):
+        load_settings(tmp_path, env={})
+    (tmp_path / "dmlqa.toml").write_text("chunk_tokens = [\n")
+    with pytest.raises(ValueError, match="invalid TOML"):
+        load_settings(tmp_path, env={})
+
+
+def test_openai_key_fallback_and_overrides(tmp_path: Path) -> None:
+    s = load_settings(tmp_path, env={"OPENAI_API_KEY": "sk-x"})
+    assert s.llm_api_key == "sk-x"
+    s2 = s.with_overrides(allow_private_hosts=True, model=None, encoder="torch")
+    assert s2.fetch.allow_private_hosts and s2.encoder == "torch" and s2.model == s.model
