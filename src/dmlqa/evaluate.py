@@ -1,0 +1,77 @@
+"""Retrieval quality measures: recall@k and MRR of gold documents, nDCG@k for graded qrels.
+
+Pure functions over ranked lists, so the same code scores the CLI's batch output, a benchmark
+and a unit test. Documents are compared by URL after normalisation (scheme, ``www.``, trailing
+slash and arXiv abs/pdf/version forms do not matter).
+"""
+
+from __future__ import annotations
+
+import math
+import re
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass
+
+_ARXIV = re.compile(r"arxiv\.org/(?:abs|pdf)/(\d{4}\.\d{4,5})(?:v\d+)?(?:\.pdf)?$")
+
+
+def normalize_url(url: str) -> str:
+    """A URL reduced to what identifies a document for matching."""
+    u = re.sub(r"^https?://", "", url.strip().lower())
+    u = re.sub(r"^www\.", "", u).rstrip("/")
+    m = _ARXIV.match(u)
+    return f"arxiv.org/abs/{m.group(1)}" if m else u
+
+
+def first_relevant_rank(ranked_urls: Sequence[str], gold_urls: Iterable[str]) -> int | None:
+    """1-based rank of the first retrieved document that matches a gold URL (documents deduplicated)."""
+    gold = {normalize_url(g) for g in gold_urls}
+    seen: set[str] = set()
+    rank = 0
+    for url in ranked_urls:
+        n = normalize_url(url)
+        if n in seen:
+            continue
+        seen.add(n)
+        rank += 1
+        if n in gold:
+            return rank
+    return None
+
+
+@dataclass(frozen=True)
+class RetrievalScores:
+    n: int
+    recall: dict[int, float]
+    mrr: float
+
+    def to_json(self) -> dict:
+        return {"questions": self.n, **{f"recall@{k}": round(v, 4) for k, v in self.recall.items()},
+                "mrr": round(self.mrr, 4)}
+
+
+def retrieval_scores(ranks: Sequence[int | None], ks: Sequence[int] = (1, 5, 10)) -> RetrievalScores:
+    n = len(ranks)
+    if n == 0:
+        return RetrievalScores(0, {k: 0.0 for k in ks}, 0.0)
+    recall = {k: sum(1 for r in ranks if r is not None and r <= k) / n for k in ks}
+    mrr = sum(1.0 / r for r in ranks if r is not None) / n
+    return RetrievalScores(n, recall, mrr)
+
+
+def ndcg_at_k(ranked_ids: Sequence[str], relevance: Mapping[str, int], k: int = 10) -> float:
+    """nDCG@k with graded relevance (BEIR's definition: gain = rel, discount = log2(rank + 1))."""
+    dcg = sum(relevance.get(d, 0) / math.log2(i + 2) for i, d in enumerate(ranked_ids[:k]))
+    ideal = sorted(relevance.values(), reverse=True)[:k]
+    idcg = sum(r / math.log2(i + 2) for i, r in enumerate(ideal))
+    return dcg / idcg if idcg > 0 else 0.0
+
+
+def percentile(values: Sequence[float], q: float) -> float:
+    """The q-th percentile (0-100) by linear interpolation; 0.0 for no values."""
+    if not values:
+        return 0.0
+    xs = sorted(values)
+    pos = (len(xs) - 1) * q / 100.0
+    lo, hi = math.floor(pos), math.ceil(pos)
+    return xs[lo] + (xs[hi] - xs[lo]) * (pos - lo)

@@ -1,0 +1,31 @@
+import math
+
+from dmlqa.evaluate import first_relevant_rank, ndcg_at_k, normalize_url, percentile, retrieval_scores
+
+
+def test_normalize_url_forms() -> None:
+    assert normalize_url("http://www.arxiv.org/pdf/1910.02054v3.pdf") == "arxiv.org/abs/1910.02054"
+    assert normalize_url("https://arxiv.org/abs/1910.02054/") == "arxiv.org/abs/1910.02054"
+    assert normalize_url("HTTPS://www.DeepSpeed.ai/training/") == "deepspeed.ai/training"
+
+
+def test_first_relevant_rank_dedups_documents() -> None:
+    ranked = ["https://a.org/x", "https://a.org/x/", "https://arxiv.org/pdf/2306.10209", "https://b.org"]
+    assert first_relevant_rank(ranked, ["https://arxiv.org/abs/2306.10209"]) == 2
+    assert first_relevant_rank(ranked, ["https://c.org"]) is None
+
+
+def test_recall_and_mrr() -> None:
+    s = retrieval_scores([1, 3, None, 7], ks=(1, 5, 10))
+    assert s.recall == {1: 0.25, 5: 0.5, 10: 0.75}
+    assert math.isclose(s.mrr, (1 + 1 / 3 + 1 / 7) / 4)
+
+
+def test_ndcg() -> None:
+    assert ndcg_at_k(["a", "b"], {"a": 1}) == 1.0
+    assert math.isclose(ndcg_at_k(["b", "a"], {"a": 1}), 1 / math.log2(3))
+    assert ndcg_at_k(["x"], {}) == 0.0
+
+
+def test_percentile() -> None:
+    assert percentile([1, 2, 3, 4], 50) == 2.5 and percentile([], 95) == 0.0 and percentile([5], 95) == 5
