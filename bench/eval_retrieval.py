@@ -20,7 +20,7 @@ import time
 from pathlib import Path
 
 from dmlqa.evaluate import first_relevant_rank, ndcg_at_k, percentile, retrieval_scores
-from dmlqa.search import SearchOptions, Searcher
+from dmlqa.search import Searcher, SearchOptions
 from dmlqa.settings import load_settings
 
 ROOT = Path(__file__).resolve().parents[1]
