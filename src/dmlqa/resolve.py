@@ -1,0 +1,212 @@
+"""Resolvers: from the URL a reading list gives to the document worth reading.
+
+Lists link landing pages (arXiv abstracts, OpenReview forums, publisher pages, DOIs, GitHub
+repositories) whose own text is a title and an abstract; the full text sits one step away.
+:func:`candidate_urls` knows the sites whose full-text URL follows from the link alone;
+:func:`citation_pdf_url` reads the ``<meta name="citation_pdf_url">`` tag that publisher pages
+carry (Google Scholar's inclusion guidelines ask for it); :func:`fetch_resource` combines the
+two with fallbacks, so a missing PDF degrades to the landing page's abstract instead of nothing.
+"""
+
+from __future__ import annotations
+
+import logging
+from dataclasses import dataclass
+from html.parser import HTMLParser
+from urllib.parse import parse_qs, quote, urljoin, urlsplit
+
+from dmlqa.errors import FetchError
+from dmlqa.fetch import Fetcher
+from dmlqa.models import FetchResult
+from dmlqa.urls import arxiv_id, github_repo
+
+logger = logging.getLogger(__name__)
+
+_OPENREVIEW_HOSTS = frozenset({"openreview.net", "www.openreview.net"})
+_GITHUB_HOSTS = frozenset({"github.com", "www.github.com"})
+#: Files under github.com/<o>/<r>/blob/ whose raw bytes are the document itself.
+_GITHUB_RAW_SUFFIXES = (".md", ".markdown", ".rst", ".txt", ".pdf")
+
+
+def _resolved_url(url: str) -> str | None:
+    """The full-text URL a link leads to by the site's URL pattern alone, or None."""
+    parts = urlsplit(url.strip())
+    host = (parts.hostname or "").lower()
+    ident = arxiv_id(url)
+    if ident is not None:
+        # The version is dropped: arxiv.org/pdf/<id> is the latest, and the snapshot stores it.
+        return f"https://arxiv.org/pdf/{ident}"
+    if host in _OPENREVIEW_HOSTS and parts.path.rstrip("/") in ("/forum", "/pdf"):
+        ids = parse_qs(parts.query).get("id")
+        if ids and ids[0]:
+            return f"https://openreview.net/pdf?id={quote(ids[0], safe='')}"
+        return None
+    if host in _GITHUB_HOSTS:
+        segments = [s for s in parts.path.split("/") if s]
+        if github_repo(url) is None:
+            return None
+        owner, repo = segments[0], segments[1]
+        if repo.endswith(".git"):
+            repo = repo[:-4]
+        if len(segments) == 2:
+            return f"https://raw.githubusercontent.com/{owner}/{repo}/HEAD/README.md"
+        rest = "/".join(segments[3:])
+        if segments[2] == "blob" and rest and rest.lower().endswith(_GITHUB_RAW_SUFFIXES):
+            return f"https://raw.githubusercontent.com/{owner}/{repo}/{rest}"
+        if segments[2] == "tree" and rest:
+            return f"https://raw.githubusercontent.com/{owner}/{repo}/{rest}/README.md"
+    return None
+
+
+def candidate_urls(url: str) -> list[str]:
+    """The URLs to try for ``url``, best first, the original last, without duplicates.
+
+    * arXiv ``abs``/``pdf`` links (any version, http or https) → ``https://arxiv.org/pdf/<id>``;
+    * OpenReview ``forum?id=X`` → ``https://openreview.net/pdf?id=X``;
+    * a GitHub repository root → its README on raw.githubusercontent.com (``HEAD``), a
+      ``blob`` link to a document → its raw file, a ``tree`` link → that folder's README.md;
+    * anything else (doi.org included: its redirect leads to the landing page) → itself.
+    """
+    url = url.strip()
+    out: list[str] = []
+    resolved = _resolved_url(url)
+    if resolved:
+        out.append(resolved)
+    if url not in out:
+        out.append(url)
+    return out
+
+
+class _MetaParser(HTMLParser):
+    """Collects the first citation_pdf_url and any <base href> of a page."""
+
+    def __init__(self) -> None:
+        super().__init__(convert_charrefs=True)
+        self.pdf_url: str | None = None
+        self.base_href: str | None = None
+
+    def handle_starttag(self, tag: str, attrs: list[tuple[str, str | None]]) -> None:
+        if tag == "base" and self.base_href is None:
+            href = dict(attrs).get("href")
+            if href:
+                self.base_href = href.strip()
+        elif tag == "meta" and self.pdf_url is None:
+            values = {k.lower(): (v or "") for k, v in attrs}
+            name = (values.get("name") or values.get("property") or "").strip().lower()
+            content = values.get("content", "").strip()
+            if name == "citation_pdf_url" and content:
+                self.pdf_url = content
+
+
+def citation_pdf_url(html: bytes, base_url: str) -> str | None:
+    """The absolute http(s) URL named by ``<meta name="citation_pdf_url">``, else None.
+
+    Relative values are resolved against ``<base href>`` if the page has one, else ``base_url``
+    (the page's final URL after redirects).
+    """
+    text = html[: 2 * 1024 * 1024].decode("utf-8", errors="replace")
+    parser = _MetaParser()
+    try:
+        parser.feed(text)
+        parser.close()
+    except (AssertionError, ValueError):  # very broken markup: use what was found so far
+        pass
+    if not parser.pdf_url:
+        return None
+    base = urljoin(base_url, parser.base_href) if parser.base_href else base_url
+    absolute = urljoin(base, parser.pdf_url).split("#", 1)[0]
+    if urlsplit(absolute).scheme.lower() not in ("http", "https"):
+        return None
+    return absolute
+
+
+@dataclass(frozen=True)
+class Resolved:
+    """What :func:`fetch_resource` found for one resource URL."""
+
+    url: str  # the resource URL asked for
+    document: FetchResult  # what to extract (the PDF, README, or the page itself)
+    landing: FetchResult | None  # the landing page when `document` was reached through it
+    notes: tuple[str, ...]  # what did not work on the way, for the build report
+
+
+def _informativeness(error: FetchError) -> int:
+    """Rank failures: a server's answer says more than a refusal, which says more than absence."""
+    if error.reason.startswith("not in the archive") or ": not in the archive" in error.reason:
+        return 0
+    if error.status is not None:
+        return 3
+    if error.reason.startswith("refused") or "robots.txt" in error.reason:
+        return 1
+    return 2
+
+
+async def _page_body(fetcher: Fetcher, page: FetchResult) -> FetchResult | None:
+    """A page with its body: itself, or for a 304 the stored copy (or a fresh unconditional GET)."""
+    if not page.not_modified:
+        return page
+    previous = await fetcher.previous(page.url)
+    if previous is not None:
+        return previous
+    try:
+        return await fetcher.fetch(page.url, conditional=False)
+    except FetchError as exc:
+        logger.info("cannot re-read %s: %s", page.url, exc.reason)
+        return None
+
+
+async def _through_landing(
+    fetcher: Fetcher, url: str, page: FetchResult, notes: list[str], failed: dict[str, FetchError]
+) -> Resolved:
+    """If ``page`` is HTML naming a citation_pdf_url, try that PDF; else the page is the document.
+
+    ``failed`` holds candidates that already failed, so a PDF link back to one of them (an
+    OpenReview forum naming its pdf?id= URL) is not fetched, and retried, twice.
+    """
+    if page.content_type != "text/html":
+        return Resolved(url=url, document=page, landing=None, notes=tuple(notes))
+    readable = await _page_body(fetcher, page)
+    if readable is None:
+        return Resolved(url=url, document=page, landing=None, notes=tuple(notes))
+    pdf_url = citation_pdf_url(readable.body, readable.final_url or page.final_url)
+    if not pdf_url or pdf_url in (page.url, page.final_url):
+        return Resolved(url=url, document=page, landing=None, notes=tuple(notes))
+    try:
+        if pdf_url in failed:
+            raise failed[pdf_url]
+        pdf = await fetcher.fetch(pdf_url)
+    except FetchError as exc:
+        notes.append(f"citation_pdf_url {pdf_url} failed: {exc.reason}; using the landing page")
+        return Resolved(url=url, document=readable, landing=None, notes=tuple(notes))
+    if not pdf.not_modified and pdf.content_type != "application/pdf":
+        notes.append(f"citation_pdf_url {pdf_url} is {pdf.content_type}, not a PDF; using the landing page")
+        return Resolved(url=url, document=readable, landing=None, notes=tuple(notes))
+    return Resolved(url=url, document=pdf, landing=readable, notes=tuple(notes))
+
+
+async def fetch_resource(fetcher: Fetcher, url: str) -> Resolved:
+    """Fetch the best document for a resource URL, falling back step by step.
+
+    Tries :func:`candidate_urls` in order (resolved full-text URL first, the original last);
+    an HTML result naming a citation_pdf_url leads on to that PDF, and when the PDF cannot be
+    had the landing page itself is the document. Raises :class:`FetchError` carrying the
+    original ``url`` and the most informative of the failures only when nothing was fetched.
+    """
+    notes: list[str] = []
+    failures: list[tuple[str, FetchError]] = []
+    failed: dict[str, FetchError] = {}
+    candidates = candidate_urls(url)
+    for candidate in candidates:
+        try:
+            result = await fetcher.fetch(candidate)
+        except FetchError as exc:
+            failures.append((candidate, exc))
+            failed[candidate] = exc
+            if candidate != candidates[-1]:
+                notes.append(f"{candidate} failed: {exc.reason}; trying {candidates[-1]}")
+            continue
+        return await _through_landing(fetcher, url, result, notes, failed)
+    # The original's own failure wins ties: it is the URL the user listed.
+    best_url, best = max(reversed(failures), key=lambda f: _informativeness(f[1]))
+    reason = best.reason if best_url == url.strip() else f"{best.reason} (at {best_url})"
+    raise FetchError(url, reason, status=best.status)
