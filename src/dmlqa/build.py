@@ -149,6 +149,15 @@ async def _fetch_all(
 # -- extract --------------------------------------------------------------------------------------
 
 
+def _charset(content_type: str | None) -> str | None:
+    """The charset parameter of a Content-Type header (FetchResult keeps only the sniffed media type)."""
+    for part in (content_type or "").split(";")[1:]:
+        key, _, value = part.partition("=")
+        if key.strip().lower() == "charset" and value.strip():
+            return value.strip().strip('"')
+    return None
+
+
 def _is_url_like(title: str) -> bool:
     return not title.strip() or title.strip().startswith(("http://", "https://", "www."))
 
@@ -193,7 +202,9 @@ def _extract_one(
     errors: list[str] = []
     for cand in candidates:
         try:
-            extracted = extract_bytes(cand.body, cand.content_type, url=cand.final_url)
+            extracted = extract_bytes(
+                cand.body, cand.content_type, url=cand.final_url, charset=_charset(cand.headers.get("content-type"))
+            )
         except ExtractError as exc:
             errors.append(exc.reason)
             continue

@@ -1,0 +1,331 @@
+"""Chunk stage: :class:`~dmlqa.models.Document` → passages sized for the embedding model.
+
+Sizes are counted in the embedding model's own tokens (its ``tokenizer.json`` read with the
+``tokenizers`` package; torch and sentence-transformers stay unimported here, they cost seconds).
+A chunk never spans two blocks, so its page and section are exact, and every chunk records its
+character offsets into ``Document.text`` so that a citation can point at the very passage.
+
+How a block is cut:
+
+1. langchain-text-splitters' :class:`RecursiveCharacterTextSplitter` cuts the block into
+   non-overlapping *cores* of at most ``chunk_tokens - overlap`` tokens, preferring paragraph, line,
+   sentence and word boundaries in that order.
+2. Each core after the first is extended backwards by about ``overlap`` tokens (snapped to a word
+   start) taken from the block's single tokenisation, so consecutive chunks of a block always share
+   context, however coarse the pieces the splitter worked with were (langchain's own overlap only
+   re-uses whole pieces and gives none when paragraphs are longer than the overlap).
+3. A trailing core shorter than ``min_tokens`` is folded into the chunk before it.
+4. Every chunk is checked against the model window, a hard limit: re-counted with the real
+   tokenizer unless the block's tokenisation already shows it well inside, and cut on token
+   boundaries if it is over (the splitter adds up piece lengths, which can differ slightly from the
+   length of the joined text).
+"""
+
+from __future__ import annotations
+
+import bisect
+import json
+import logging
+from collections.abc import Iterable
+from dataclasses import dataclass
+from pathlib import Path
+
+from langchain_text_splitters import RecursiveCharacterTextSplitter
+from tokenizers import Encoding, Tokenizer
+
+from dmlqa.models import BLOCK_SEPARATOR, Chunk, Document
+
+log = logging.getLogger(__name__)
+
+#: Window assumed when a model folder says nothing about its maximum sequence length.
+DEFAULT_WINDOW = 512
+
+#: Separators tried in order: paragraphs, lines, sentence ends, words, characters (regexes).
+SEPARATORS = [r"\n\n", r"\n", r"(?<=[.!?])[ \t]+", r"[ \t]+", ""]
+
+#: Strings longer than this are not memoised by :meth:`TokenCounter.count` (they rarely repeat).
+_CACHE_MAX_CHARS = 4_000
+_CACHE_MAX_ENTRIES = 200_000
+#: A chunk is also kept under ``chunk_tokens * MAX_CHARS_PER_TOKEN`` characters: WordPiece turns
+#: any "word" over 100 characters (base64, minified code) into a single [UNK], which would otherwise
+#: let one chunk swallow kilobytes of text.
+MAX_CHARS_PER_TOKEN = 12
+#: Tokens of head-room under which a whitespace-bounded span is trusted without a re-count.
+_COUNT_MARGIN = 8
+
+
+class TokenCounter:
+    """Counts the embedding model's tokens; memoised because the splitter asks about the same
+    pieces (and separators) several times."""
+
+    def __init__(self, tokenizer: Tokenizer, *, window: int) -> None:
+        """``window`` is the model's maximum sequence length, special tokens included."""
+        # Model repositories often ship tokenizer.json with truncation and fixed padding enabled
+        # (all-MiniLM-L6-v2: truncate and pad to 128), which would make every count 128.
+        tokenizer.no_truncation()
+        tokenizer.no_padding()
+        self._tok = tokenizer
+        self.window = window
+        self.special_tokens = len(tokenizer.encode("", add_special_tokens=True).ids)
+        #: The most content tokens one passage may have: the window minus [CLS]/[SEP] and the like.
+        self.max_tokens = window - self.special_tokens
+        if self.max_tokens <= 0:
+            raise ValueError(f"model window {window} leaves no room for text")
+        self._cache: dict[str, int] = {}
+
+    @classmethod
+    def from_model_dir(cls, path: Path | str, *, window: int | None = None) -> TokenCounter:
+        """Load ``<path>/tokenizer.json``; the window comes from ``window``, else the folder's
+        ``sentence_bert_config.json`` (``max_seq_length``), else ``tokenizer_config.json``
+        (``model_max_length``), else :data:`DEFAULT_WINDOW`."""
+        path = Path(path)
+        tokenizer = Tokenizer.from_file(str(path / "tokenizer.json"))
+        return cls(tokenizer, window=window or _model_window(path))
+
+    def count(self, text: str) -> int:
+        """Tokens in ``text`` without special tokens."""
+        n = self._cache.get(text)
+        if n is None:
+            n = len(self._tok.encode(text, add_special_tokens=False).ids)
+            if len(text) <= _CACHE_MAX_CHARS:
+                if len(self._cache) >= _CACHE_MAX_ENTRIES:
+                    self._cache.clear()
+                self._cache[text] = n
+        return n
+
+    def offsets(self, text: str) -> list[tuple[int, int]]:
+        """Character span of every token of ``text`` (no special tokens), in order."""
+        return self._tok.encode(text, add_special_tokens=False).offsets
+
+    def encode(self, text: str) -> Encoding:
+        """The tokenizer's full encoding of ``text`` (no special tokens): offsets, word ids, ..."""
+        return self._tok.encode(text, add_special_tokens=False)
+
+
+def _model_window(path: Path) -> int:
+    """The model's maximum sequence length as its folder declares it."""
+    for name, key in (
+        ("sentence_bert_config.json", "max_seq_length"),
+        ("tokenizer_config.json", "model_max_length"),
+    ):
+        try:
+            value = json.loads((path / name).read_text(encoding="utf-8")).get(key)
+        except (OSError, ValueError):
+            continue
+        # tokenizer_config uses a huge sentinel (1e30) for "no limit"
+        if isinstance(value, int) and 0 < value <= 100_000:
+            return value
+    return DEFAULT_WINDOW
+
+
+@dataclass(frozen=True)
+class Span:
+    """Where a chunk lies in its block's text: ``text[start:end]``."""
+
+    start: int
+    end: int
+
+
+class Chunker:
+    """Cuts documents into token-bounded, block-local, overlapping chunks."""
+
+    def __init__(
+        self,
+        counter: TokenCounter,
+        *,
+        chunk_tokens: int = 200,
+        overlap: int = 32,
+        min_tokens: int = 20,
+    ) -> None:
+        """``chunk_tokens`` is the target size including the overlap, ``overlap`` the tokens a
+        chunk repeats from the one before it in the same block, ``min_tokens`` the size below
+        which a block's last piece is folded into the chunk before it. ``chunk_tokens`` is capped
+        at the model window (``counter.max_tokens``), which is also a hard limit on every chunk."""
+        if chunk_tokens <= 0:
+            raise ValueError("chunk_tokens must be positive")
+        if chunk_tokens > counter.max_tokens:
+            log.warning(
+                "chunk_tokens %d exceeds the model window (%d tokens of text); using %d",
+                chunk_tokens,
+                counter.max_tokens,
+                counter.max_tokens,
+            )
+            chunk_tokens = counter.max_tokens
+        if overlap < 0 or overlap * 2 > chunk_tokens:
+            raise ValueError(f"overlap must be between 0 and half of chunk_tokens ({chunk_tokens})")
+        self.counter = counter
+        self.chunk_tokens = chunk_tokens
+        self.overlap = overlap
+        self.min_tokens = min_tokens
+        self.max_tokens = counter.max_tokens
+        self._splitter = RecursiveCharacterTextSplitter(
+            separators=SEPARATORS,
+            is_separator_regex=True,
+            keep_separator="end",  # a piece keeps its trailing separator: cores end at sentence ends
+            chunk_size=chunk_tokens - overlap,
+            chunk_overlap=0,  # overlap is added on token boundaries below
+            length_function=self._length,
+            strip_whitespace=True,
+        )
+
+    def _length(self, text: str) -> int:
+        """Length for the splitter: tokens, but never fewer than the character cap implies."""
+        return max(self.counter.count(text), len(text) // MAX_CHARS_PER_TOKEN)
+
+    def chunk(self, doc: Document) -> list[Chunk]:
+        """All chunks of ``doc`` in reading order, numbered ``f"{doc_id}#{ordinal}"`` from 0."""
+        chunks: list[Chunk] = []
+        offset = 0
+        for block in doc.blocks:
+            for span in self.split(block.text):
+                chunks.append(
+                    Chunk(
+                        chunk_id=f"{doc.doc_id}#{len(chunks)}",
+                        doc_id=doc.doc_id,
+                        url=doc.url,
+                        title=doc.title,
+                        text=block.text[span.start : span.end],
+                        page=block.page,
+                        section=block.section,
+                        start=offset + span.start,
+                        end=offset + span.end,
+                    )
+                )
+            offset += len(block.text) + len(BLOCK_SEPARATOR)
+        return chunks
+
+    def chunk_all(self, docs: Iterable[Document]) -> list[Chunk]:
+        """Chunks of several documents, in order."""
+        return [c for doc in docs for c in self.chunk(doc)]
+
+    # -- one block ---------------------------------------------------------------------------------
+    def split(self, text: str) -> list[Span]:
+        """Spans of ``text`` (one block) that become chunks; whitespace-only text gives none."""
+        lo, hi = _strip_bounds(text, 0, len(text))
+        if lo >= hi:
+            return []
+        encoding = self.counter.encode(text)
+        offsets = encoding.offsets
+        starts = [s for s, _ in offsets]
+        if max(len(offsets), (hi - lo) // MAX_CHARS_PER_TOKEN) <= self.chunk_tokens:
+            return self._enforce_max(text, [Span(lo, hi)], offsets, starts)
+        word_ids = encoding.word_ids
+
+        cores = self._cores(text)
+        if not cores:
+            return []
+        if len(cores) > 1 and _tokens_in(starts, cores[-1]) < self.min_tokens:
+            tail = cores.pop()
+            cores[-1] = Span(cores[-1].start, tail.end)
+        spans = [cores[0]]
+        for previous, core in zip(cores, cores[1:], strict=False):
+            # never reach back past the previous core: chunk starts stay in reading order
+            start = max(previous.start, self._overlap_start(text, core.start, offsets, starts, word_ids))
+            spans.append(Span(start, core.end))
+        return self._enforce_max(text, spans, offsets, starts)
+
+    def _cores(self, text: str) -> list[Span]:
+        """Non-overlapping pieces chosen by langchain's recursive splitter, located in ``text``."""
+        cores: list[Span] = []
+        cursor = 0
+        for piece in self._splitter.split_text(text):
+            start = text.find(piece, cursor)
+            if start < 0:  # cannot happen while pieces are stripped substrings; stay safe anyway
+                log.warning("splitter returned text not found in the block; skipping %d chars", len(piece))
+                continue
+            end = start + len(piece)
+            cores.append(Span(start, end))
+            cursor = end
+        return cores
+
+    def _overlap_start(
+        self,
+        text: str,
+        core_start: int,
+        offsets: list[tuple[int, int]],
+        starts: list[int],
+        word_ids: list[int | None],
+    ) -> int:
+        """Start of the ~``overlap`` tokens before ``core_start``, moved forward to a word start:
+        preferably one after whitespace, else any word the tokenizer starts (CJK characters,
+        punctuation), never the middle of a word."""
+        if self.overlap == 0:
+            return core_start
+        first = bisect.bisect_left(starts, core_start)  # first token of the core
+        candidates = range(max(0, first - self.overlap), first)
+        for j in candidates:
+            s = offsets[j][0]
+            if s == 0 or text[s - 1].isspace():
+                return s
+        for j in candidates:
+            if j == 0 or word_ids[j] != word_ids[j - 1]:
+                return offsets[j][0]
+        return core_start
+
+    def _enforce_max(
+        self, text: str, spans: list[Span], offsets: list[tuple[int, int]], starts: list[int]
+    ) -> list[Span]:
+        """Re-count every span with the real tokenizer; cut any over the window on token bounds."""
+        out: list[Span] = []
+        for span in spans:
+            if self._surely_fits(text, span, starts) or (
+                self.counter.count(text[span.start : span.end]) <= self.max_tokens
+            ):
+                out.append(span)
+                continue
+            log.debug(
+                "chunk of %d chars over the %d-token limit: cutting by tokens",
+                span.end - span.start,
+                self.max_tokens,
+            )
+            out.extend(self._cut_by_tokens(text, span, offsets, starts))
+        return out
+
+    def _surely_fits(self, text: str, span: Span, starts: list[int]) -> bool:
+        """True when the block's own tokenisation shows ``span`` well inside the window.
+
+        A span cut at whitespace tokenises as it does inside the block (up to a token or two for
+        tokenizers that fold the leading space into a token), so the count of block tokens it
+        holds, with a safety margin, saves tokenising the text once more.
+        """
+        at_word_bounds = (span.start == 0 or text[span.start - 1].isspace()) and (
+            span.end == len(text) or text[span.end].isspace()
+        )
+        return at_word_bounds and _tokens_in(starts, span) <= self.max_tokens - _COUNT_MARGIN
+
+    def _cut_by_tokens(
+        self, text: str, span: Span, offsets: list[tuple[int, int]], starts: list[int]
+    ) -> list[Span]:
+        """Windows of ``chunk_tokens`` block tokens over ``span``, shrunk until each fits."""
+        first = bisect.bisect_left(starts, span.start)
+        last = bisect.bisect_left(starts, span.end)  # one past the span's last token
+        out: list[Span] = []
+        i = first
+        while i < last:
+            n = min(self.chunk_tokens, last - i)
+            while True:
+                # pieces abut (each ends where the next token starts): nothing between tokens is lost
+                end = offsets[i + n][0] if i + n < last else span.end
+                piece = Span(offsets[i][0] if i > first else span.start, end)
+                if n == 1 or self.counter.count(text[piece.start : piece.end]) <= self.max_tokens:
+                    break
+                n = max(1, n * 3 // 4)
+            lo, hi = _strip_bounds(text, piece.start, piece.end)
+            if lo < hi:
+                out.append(Span(lo, hi))
+            i += n
+        return out
+
+
+def _tokens_in(starts: list[int], span: Span) -> int:
+    """Block tokens that start inside ``span`` (cheap estimate of its length)."""
+    return bisect.bisect_left(starts, span.end) - bisect.bisect_left(starts, span.start)
+
+
+def _strip_bounds(text: str, start: int, end: int) -> tuple[int, int]:
+    """``[start, end)`` narrowed to exclude leading and trailing whitespace."""
+    while start < end and text[start].isspace():
+        start += 1
+    while end > start and text[end - 1].isspace():
+        end -= 1
+    return start, end

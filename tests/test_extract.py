@@ -1,0 +1,465 @@
+"""Extract stage: real trafilatura/pypdf behaviour on fixture documents the tests build themselves."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+from fixtures_docs import (
+    COOKIE_TEXT,
+    FOOTER_TEXT,
+    NAV_LINKS,
+    SIDEBAR_TEXT,
+    build_pdf,
+    encrypt_pdf,
+    html_page,
+    landing_page,
+    prose,
+)
+
+from dmlqa.errors import ExtractError
+from dmlqa.extract import (
+    Extracted,
+    catalog_card,
+    clean_text,
+    decode_text,
+    dehyphenate,
+    extract_bytes,
+    extract_file,
+    to_document,
+)
+from dmlqa.models import BLOCK_SEPARATOR, Block, Resource
+
+ARTICLE_SECTIONS = [
+    ("Pipeline schedules", [prose(6, 1), prose(5, 2)]),
+    ("Memory savings", [prose(7, 3)]),
+]
+
+
+def _reason(excinfo: pytest.ExceptionInfo[ExtractError]) -> str:
+    return excinfo.value.reason
+
+
+# -- HTML ------------------------------------------------------------------------------------------
+def test_html_keeps_article_drops_chrome_and_labels_sections() -> None:
+    page = html_page("GPipe in practice", ARTICLE_SECTIONS, intro=[prose(4, 7)])
+    ex = extract_bytes(page.encode(), "text/html", url="https://docs.example.org/gpipe")
+
+    assert ex.content_type == "html"
+    assert ex.title is not None and "GPipe in practice" in ex.title
+    text = ex.text
+    for chrome in (COOKIE_TEXT, FOOTER_TEXT, SIDEBAR_TEXT, "Edit on GitHub", "Skip to content", *NAV_LINKS):
+        assert chrome not in text
+    # every paragraph is there, in the block of its own section
+    by_section = {b.section: b.text for b in ex.blocks}
+    assert prose(4, 7) in by_section["GPipe in practice"]
+    assert prose(6, 1) in by_section["Pipeline schedules"] and prose(5, 2) in by_section["Pipeline schedules"]
+    assert prose(7, 3) in by_section["Memory savings"]
+    assert by_section["Memory savings"].startswith("Memory savings\n")  # heading words stay searchable
+    assert all(b.page is None for b in ex.blocks)
+
+
+@pytest.mark.parametrize("label", ["windows-1252", "iso-8859-1", "latin-1"])
+def test_html_cp1252_with_charset_header(label: str) -> None:
+    words = "Café déjà vu — “smart quotes” cost 5 € in Zürich; naïve façade."
+    page = html_page("Encodings", [("Résumé", [words + " " + prose(4)])], chrome=False, meta_charset=None)
+    ex = extract_bytes(page.encode("cp1252"), f"text/html; charset={label}")
+    assert words in ex.text
+    assert "Résumé" in {b.section for b in ex.blocks}
+
+
+def test_html_cp1252_with_meta_charset_only() -> None:
+    words = "Straße, Größe und Parallelität – “verteiltes” Lernen."
+    page = html_page("Meta", [("Über", [words + " " + prose(3)])], chrome=False, meta_charset="windows-1252")
+    ex = extract_bytes(page.encode("cp1252"), "text/html")
+    assert words in ex.text
+
+
+def test_html_cp1252_without_any_charset_is_detected() -> None:
+    words = "Le modèle parallèle réduit la mémoire – “pipeline” à 5 € près."
+    page = html_page("Sans charset", [("Aperçu", [words + " " + prose(3)])], chrome=False, meta_charset=None)
+    ex = extract_bytes(page.encode("cp1252"), "text/html")
+    assert words in ex.text
+
+
+def test_utf8_body_behind_default_latin1_header_stays_utf8() -> None:
+    words = "Ünïcödé “quotes” — ≥ 3× faster with ZeRO‑Offload."
+    page = html_page("UTF-8", [("Intro", [words + " " + prose(3)])], chrome=False, meta_charset=None)
+    ex = extract_bytes(page.encode("utf-8"), "text/html; charset=ISO-8859-1")
+    assert words in ex.text
+
+
+def test_bad_bytes_never_crash_the_decoder() -> None:
+    junk = bytes(range(256)) * 4
+    page = html_page("Junk", [("Bytes", [prose(5)])], chrome=False).encode() + junk
+    ex = extract_bytes(page, "text/html; charset=utf-8")
+    assert prose(5) in ex.text
+    for charset in (None, "utf-8", "no-such-charset", "utf-16"):
+        assert isinstance(decode_text(junk, charset, html=True), str)
+    assert "\x00" not in extract_bytes(b"hello\x00 world\x07 " + prose(3).encode(), "text/plain").text
+
+
+@pytest.mark.parametrize(
+    "page",
+    [
+        "<html><head><title>Nothing</title></head><body><div></div></body></html>",
+        html_page("Only chrome", [], chrome=True),
+        "<html><body><nav><a href='/'>Home</a> <a href='/x'>Products</a></nav>"
+        "<footer>© 2026</footer></body></html>",
+        "<!DOCTYPE html>",
+    ],
+)
+def test_html_without_text_is_an_error(page: str) -> None:
+    with pytest.raises(ExtractError) as excinfo:
+        extract_bytes(page.encode(), "text/html", url="https://example.org/empty")
+    assert _reason(excinfo) == "no readable text in the HTML page"
+    assert excinfo.value.url == "https://example.org/empty"
+
+
+def test_empty_body_is_an_error() -> None:
+    for body in (b"", b"  \n\t "):
+        with pytest.raises(ExtractError) as excinfo:
+            extract_bytes(body, "text/html")
+        assert _reason(excinfo) == "empty body"
+
+
+def test_landing_page_gives_title_abstract_and_pdf_link() -> None:
+    abstract = prose(8, 4)
+    page = landing_page("PipeDream: Generalized Pipeline Parallelism", abstract, "/doi/pdf/10.1145/3341301")
+    ex = extract_bytes(page.encode(), "text/html", url="https://dl.example.org/doi/10.1145/3341301")
+    assert ex.title == "PipeDream: Generalized Pipeline Parallelism"
+    assert abstract in ex.text
+    assert "Sign in" not in ex.text and "Cookie settings" not in ex.text
+    assert any(b.section == "Abstract" and abstract in b.text for b in ex.blocks)
+    assert ex.pdf_url == "https://dl.example.org/doi/pdf/10.1145/3341301"
+    assert ex.authors == ("Ada Lovelace", "Charles Babbage")
+    assert ex.date == "2019/10/27"
+
+
+def test_landing_page_with_abstract_only_in_metadata() -> None:
+    abstract = prose(6, 2)
+    page = landing_page("Script-rendered page", abstract, "https://x.org/a.pdf", abstract_in_body=False)
+    ex = extract_bytes(page.encode(), "text/html", url="https://x.org/abs")
+    assert ex.blocks == (Block(f"Script-rendered page\n{abstract}", section="Abstract"),)
+
+
+def test_landing_page_without_abstract_is_an_error() -> None:
+    page = landing_page("ZeRO-Offload: Democratizing Billion-Scale Model Training", "", "https://x.org/a.pdf")
+    with pytest.raises(ExtractError) as excinfo:
+        extract_bytes(page.encode(), "text/html")
+    assert _reason(excinfo) == "no readable text in the HTML page"
+
+
+def test_html_served_as_text_plain_is_sniffed() -> None:
+    page = html_page("Sniffed", ARTICLE_SECTIONS, chrome=False)
+    assert extract_bytes(page.encode(), "text/plain").content_type == "html"
+    assert extract_bytes(page.encode(), "application/octet-stream").content_type == "html"
+
+
+# -- PDF -------------------------------------------------------------------------------------------
+PAGES = [prose(25, 0), prose(25, 1), prose(25, 2)]
+
+
+def test_pdf_blocks_per_page_with_page_numbers() -> None:
+    ex = extract_bytes(build_pdf(PAGES), "application/pdf", url="https://arxiv.org/pdf/1")
+    assert ex.content_type == "pdf" and ex.pages == 3
+    assert [b.page for b in ex.blocks] == [1, 2, 3]
+    for block, page in zip(ex.blocks, PAGES, strict=True):
+        # line breaks of the PDF stay, the words are the page's words in order
+        assert " ".join(block.text.split()) == page
+
+
+def test_pdf_pages_without_text_are_skipped_but_numbering_stays() -> None:
+    ex = extract_bytes(build_pdf([PAGES[0], None, PAGES[2]], compress=True), "application/pdf")
+    assert [b.page for b in ex.blocks] == [1, 3]
+    assert ex.pages == 3
+
+
+@pytest.mark.parametrize("content_type", ["application/octet-stream", "text/html", "", "binary/octet-stream"])
+def test_pdf_is_sniffed_whatever_the_content_type(content_type: str) -> None:
+    ex = extract_bytes(build_pdf(PAGES[:1]), content_type)
+    assert ex.content_type == "pdf" and [b.page for b in ex.blocks] == [1]
+
+
+def test_pdf_line_end_hyphenation_is_repaired() -> None:
+    pdf = build_pdf(
+        [
+            "We study pipeline paral-\nlelism with data-\nparallel training, as data-parallel ranks do. "
+            + prose(5)
+        ]
+    )
+    text = extract_bytes(pdf, "application/pdf").text
+    assert "pipeline parallelism" in text
+    assert "data-parallel" in text  # the document spells it hyphenated elsewhere
+    assert dehyphenate("the paral-\nlelism of data-\nparallel and data-parallel") == (
+        "the parallelism of data-parallel and data-parallel"
+    )
+
+
+def test_corrupt_pdf_is_an_error() -> None:
+    for body in (
+        b"%PDF-1.7\n" + bytes(range(256)) * 20,
+        b"%PDF-1.4\n1 0 obj\n<< /Type /Catalog >>\nendobj\n",
+    ):
+        with pytest.raises(ExtractError) as excinfo:
+            extract_bytes(body, "application/pdf", url="u")
+        assert _reason(excinfo).startswith("corrupt PDF")
+
+
+@pytest.mark.parametrize("fraction", [0.2, 0.5, 0.8])
+def test_truncated_pdf_keeps_what_survived(fraction: float) -> None:
+    pdf = build_pdf([prose(25, i) for i in range(6)])
+    try:
+        ex = extract_bytes(pdf[: int(len(pdf) * fraction)], "application/pdf")
+    except ExtractError as e:
+        assert e.reason.startswith(("corrupt PDF", "PDF has no text layer"))
+    else:
+        pages = [b.page for b in ex.blocks]
+        assert pages and pages == list(range(1, len(pages) + 1)) and len(pages) < 6
+        assert ex.blocks[0].text.split() == prose(25, 0).split()
+
+
+def test_pdf_with_a_broken_page_keeps_the_good_pages() -> None:
+    ex = extract_bytes(build_pdf(PAGES, broken_pages=[2]), "application/pdf")
+    assert [b.page for b in ex.blocks] == [1, 3]
+
+
+def test_pdf_with_a_page_that_raises_keeps_the_good_pages(monkeypatch: pytest.MonkeyPatch) -> None:
+    from pypdf import PageObject
+
+    original = PageObject.extract_text
+
+    def flaky(self: PageObject, *args: object, **kwargs: object) -> str:
+        text = original(self, *args, **kwargs)
+        if "Tensor parallelism" in text.split(".")[0]:  # the first sentence of prose(25, 3)
+            raise KeyError("/Font")
+        return text
+
+    monkeypatch.setattr(PageObject, "extract_text", flaky)
+    ex = extract_bytes(build_pdf([PAGES[0], prose(25, 3), PAGES[2]]), "application/pdf")
+    assert [b.page for b in ex.blocks] == [1, 3]
+
+
+def test_encrypted_pdf_with_user_password_is_an_error() -> None:
+    with pytest.raises(ExtractError) as excinfo:
+        extract_bytes(encrypt_pdf(build_pdf(PAGES), user_password="s3cret"), "application/pdf")
+    assert _reason(excinfo).startswith("encrypted PDF")
+
+
+def test_encrypted_pdf_with_empty_user_password_is_read() -> None:
+    ex = extract_bytes(encrypt_pdf(build_pdf(PAGES), user_password=""), "application/pdf")
+    assert [b.page for b in ex.blocks] == [1, 2, 3]
+    assert " ".join(ex.blocks[1].text.split()) == PAGES[1]
+
+
+def test_image_only_pdf_has_no_text_layer() -> None:
+    with pytest.raises(ExtractError) as excinfo:
+        extract_bytes(build_pdf([None, None, None]), "application/pdf")
+    assert _reason(excinfo) == "PDF has no text layer (scanned images?)"
+
+
+def test_html_served_as_pdf_is_an_error() -> None:
+    with pytest.raises(ExtractError) as excinfo:
+        extract_bytes(html_page("Login", ARTICLE_SECTIONS).encode(), "application/pdf")
+    assert "HTML" in _reason(excinfo)
+
+
+# -- markdown, text, types -------------------------------------------------------------------------
+MARKDOWN = """---
+layout: page
+---
+<p align="center"><img src="logo.png" alt="logo"></p>
+
+# ZeRO tutorial
+
+Intro paragraph with a [link to the paper](https://arxiv.org/abs/1910.02054) and ![a figure](fig.png).
+
+## Setup
+
+```bash
+# install deepspeed first: this is a comment, not a heading
+pip install deepspeed
+```
+
+Note: if a < b and c > d then <b>bold</b> stays readable.
+
+Setext section
+--------------
+
+Body of the setext section.
+
+### Empty heading
+## Results
+Results text.
+"""
+
+
+def test_markdown_headings_become_sections() -> None:
+    ex = extract_bytes(MARKDOWN.encode(), "text/markdown")
+    assert ex.content_type == "markdown" and ex.title == "ZeRO tutorial"
+    sections = [b.section for b in ex.blocks]
+    assert sections == ["ZeRO tutorial", "Setup", "Setext section", "Results"]
+    setup = ex.blocks[1].text
+    assert "# install deepspeed first" in setup and "pip install deepspeed" in setup
+    assert "link to the paper" in ex.blocks[0].text and "](" not in ex.text and "<p" not in ex.text
+    assert "if a < b and c > d" in setup  # comparison signs are not tags
+    assert ex.blocks[3].text == "Empty heading\nResults\nResults text."  # heading-only section kept
+
+
+def test_markdown_by_url_suffix_and_plain_text() -> None:
+    ex = extract_bytes(
+        MARKDOWN.encode(), "text/plain", url="https://raw.githubusercontent.com/a/b/main/README.md"
+    )
+    assert ex.content_type == "markdown"
+    ex = extract_bytes(b"Just  some\r\nplain\ttext.\n\n\n\nSecond paragraph.", "text/plain; charset=utf-8")
+    assert ex.content_type == "text"
+    assert ex.blocks == (Block("Just some\nplain text.\n\nSecond paragraph."),)
+
+
+@pytest.mark.parametrize(
+    ("body", "content_type"),
+    [
+        (b"\x89PNG\r\n\x1a\n" + bytes(64), "image/png"),
+        (b"PK\x03\x04" + bytes(64), "application/zip"),
+        (b"\x00\x01binary", "application/octet-stream"),
+        (b"{}", "application/json"),
+    ],
+)
+def test_unsupported_content_type(body: bytes, content_type: str) -> None:
+    with pytest.raises(ExtractError) as excinfo:
+        extract_bytes(body, content_type, url="https://example.org/x")
+    assert _reason(excinfo) == f"unsupported content type {content_type}"
+
+
+def test_extract_file_by_suffix_and_sniffing(tmp_path: Path) -> None:
+    (tmp_path / "paper.pdf").write_bytes(build_pdf(PAGES[:2]))
+    (tmp_path / "paper.bin").write_bytes(build_pdf(PAGES[:1]))
+    (tmp_path / "notes.md").write_text(MARKDOWN, encoding="utf-8")
+    (tmp_path / "page.html").write_text(html_page("Local page", ARTICLE_SECTIONS), encoding="utf-8")
+    (tmp_path / "README").write_text("A readme without suffix. " + prose(2), encoding="utf-8")
+    assert [b.page for b in extract_file(tmp_path / "paper.pdf").blocks] == [1, 2]
+    assert extract_file(tmp_path / "paper.bin").content_type == "pdf"
+    assert extract_file(tmp_path / "notes.md").content_type == "markdown"
+    assert extract_file(tmp_path / "page.html").content_type == "html"
+    assert extract_file(tmp_path / "README").content_type == "text"
+    with pytest.raises(ExtractError) as excinfo:
+        extract_file(tmp_path / "missing.pdf")
+    assert _reason(excinfo).startswith("cannot read file")
+
+
+def test_clean_text() -> None:
+    raw = "ef\ufb01cient\u00a0 training\x00\x0c of\u00adfload\u200b\r\n\n\n\n  next   line \t"
+    assert clean_text(raw) == "efficient training offload\n\nnext line"
+
+
+# -- documents and cards ---------------------------------------------------------------------------
+GPIPE = Resource(
+    id="gpipe",
+    url="https://arxiv.org/abs/1811.06965",
+    title="GPipe: Efficient Training of Giant Neural Networks using Pipeline Parallelism",
+    kind="paper",
+    authors=("Yanping Huang", "Youlong Cheng", "Ankur Bapna"),
+    venue="NeurIPS",
+    year=2019,
+    topics=("Papers", "Pipeline Parallelism"),
+)
+
+
+def test_catalog_card_reads_like_a_reference() -> None:
+    card = catalog_card(GPIPE)
+    assert card.is_card and card.content_type == "card" and card.doc_id == "gpipe"
+    assert card.text == (
+        "GPipe: Efficient Training of Giant Neural Networks using Pipeline Parallelism. Yanping Huang et al. "
+        "NeurIPS 2019. Paper. Topics: Papers, Pipeline Parallelism. URL: https://arxiv.org/abs/1811.06965"
+    )
+    assert card.blocks == (Block(card.text),) and card.sha256
+    bare = catalog_card(Resource(id="r", url="https://github.com/a/b", title="a/b", kind="repo"))
+    assert bare.text == "a/b. Code repository. URL: https://github.com/a/b"
+
+
+def test_to_document_prefers_catalog_facts() -> None:
+    ex = Extracted(
+        blocks=(Block("p1", page=1), Block("p2", page=2)),
+        content_type="pdf",
+        title="Untitled-ish PDF title",
+        authors=("Someone Else",),
+        pages=2,
+    )
+    doc = to_document(GPIPE, ex, source_url="https://arxiv.org/pdf/1811.06965", sha256="ab")
+    assert doc.title == GPIPE.title and doc.authors == GPIPE.authors
+    assert (doc.venue, doc.year, doc.topics, doc.kind) == ("NeurIPS", 2019, GPIPE.topics, "paper")
+    assert doc.text == "p1" + BLOCK_SEPARATOR + "p2"
+    assert (doc.source_url, doc.sha256, doc.content_type, doc.is_card) == (
+        "https://arxiv.org/pdf/1811.06965",
+        "ab",
+        "pdf",
+        False,
+    )
+
+    bare = Resource(id="x", url="https://example.org/post", title="https://example.org/post")
+    doc = to_document(bare, ex, source_url=bare.url, sha256="cd")
+    assert doc.title == "Untitled-ish PDF title" and doc.authors == ("Someone Else",)
+
+
+# -- the real snapshot -----------------------------------------------------------------------------
+SNAPSHOT = Path(__file__).resolve().parents[2] / "shared" / "websnap"
+#: Chrome strings the snapshot's synthetic page furniture contains (checked in the raw pages).
+CHROME = [
+    "We use optional cookies",
+    "You signed in with another tab or window",
+    "Skip to content",
+    "Edit on GitHub",
+    "Do not share my personal information",
+    "© 2026 GitHub",
+]
+
+
+def _snapshot_records(urls: set[str]) -> dict[str, tuple[str, bytes]]:
+    from warcio.archiveiterator import ArchiveIterator
+
+    found: dict[str, tuple[str, bytes]] = {}
+    with open(SNAPSHOT / "snapshot.warc.gz", "rb") as f:
+        for record in ArchiveIterator(f):
+            url = record.rec_headers.get_header("WARC-Target-URI")
+            if record.rec_type == "response" and url in urls:
+                found[url] = (
+                    record.http_headers.get_header("Content-Type") or "",
+                    record.content_stream().read(),
+                )
+                if len(found) == len(urls):
+                    break
+    return found
+
+
+@pytest.mark.snapshot
+def test_snapshot_records_extract_cleanly() -> None:
+    if not (SNAPSHOT / "snapshot.warc.gz").exists():
+        pytest.skip(f"no web snapshot at {SNAPSHOT}/snapshot.warc.gz (shared test data not checked out)")
+    manifest = [json.loads(line) for line in (SNAPSHOT / "manifest.jsonl").read_text().splitlines()]
+    kinds = {m["url"]: m for m in manifest if m.get("in_warc", True)}
+    readme = "https://github.com/NVIDIA/Megatron-LM"
+    doc_page = "https://www.deepspeed.ai/tutorials/zero/"
+    paper = "https://arxiv.org/pdf/1910.02054"
+    octet = next(u for u, m in kinds.items() if m.get("content_type") == "application/octet-stream")
+    assert kinds[readme]["kind"] == "repo-readme" and kinds[paper]["kind"] == "paper-pdf"
+    records = _snapshot_records({readme, doc_page, paper, octet})
+
+    for url in (readme, doc_page):
+        content_type, body = records[url]
+        raw = body.decode("utf-8")
+        ex = extract_bytes(body, content_type, url=url)
+        assert ex.content_type == "html" and len(ex.text) > 500
+        assert sum(1 for b in ex.blocks if b.section) >= 3
+        present = [c for c in CHROME if c in raw]
+        assert present, "the snapshot pages are expected to carry page chrome"
+        assert not [c for c in present if c in ex.text]
+
+    for url in (paper, octet):
+        content_type, body = records[url]
+        ex = extract_bytes(body, content_type, url=url)
+        assert ex.content_type == "pdf" and len(ex.text) > 500
+        assert ex.pages == kinds[url]["pages"]
+        pages = [b.page for b in ex.blocks]
+        assert pages == sorted(set(pages)) and pages[0] == 1 and pages[-1] <= ex.pages
+    assert "ZeRO" in extract_bytes(records[paper][1], "application/pdf").blocks[0].text
