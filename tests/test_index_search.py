@@ -24,7 +24,7 @@ from dmlqa.index import (
     write_version,
 )
 from dmlqa.models import Block, Chunk, Document
-from dmlqa.search import Filters, SearchOptions, Searcher, rrf
+from dmlqa.search import Filters, Searcher, SearchOptions, rrf
 from dmlqa.settings import load_settings
 
 CORPUS = {

@@ -483,7 +483,8 @@ class ArchiveReplay:
 
     Only an index (URL → file, offset, status, Location) is held in memory; bodies are read
     from disk when asked for. When a URL occurs more than once, the later record wins (later in
-    a file, or in a later file of ``paths``). Records marked ``WARC-Truncated`` are only used
+    a file, or in a later file of ``paths``), except that a 304 never hides the response it
+    confirmed (a rebuild archives its 304s). Records marked ``WARC-Truncated`` are only used
     for non-2xx answers. Lookups prefer the exact URL and otherwise tolerate a different scheme,
     ``www.``, default port or trailing slash (preferring the same scheme, then https).
     """
@@ -531,6 +532,9 @@ class ArchiveReplay:
                         truncated = record.rec_headers.get_header("WARC-Truncated")
                         if truncated and 200 <= status < 300:
                             logger.debug("replay: skipping truncated record of %s", url)
+                            continue
+                        if status == 304 and url in self._exact:
+                            # "Not modified" restates the earlier response: replay that one.
                             continue
                         location = record.http_headers.get_header("Location")
                         self._exact[url] = _IndexEntry(

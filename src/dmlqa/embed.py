@@ -142,7 +142,8 @@ class TorchEncoder:
             ) from None
         fingerprint = _model_fingerprint(path) if path else "hub"
         self.key = f"{model_label(model)}@{fingerprint}/torch"
-        self.dim = int(self._model.get_sentence_embedding_dimension())
+        get_dim = getattr(self._model, "get_embedding_dimension", None) or self._model.get_sentence_embedding_dimension
+        self.dim = int(get_dim())
         self.max_tokens = int(self._model.max_seq_length)
 
     def encode(self, texts: Sequence[str], *, batch_size: int = 32) -> np.ndarray:

@@ -7,6 +7,7 @@ characters kept (``ZeRO-3`` → ``zero``, ``3``), English stop words dropped, Sn
 
 from __future__ import annotations
 
+import logging
 import re
 from collections.abc import Sequence
 from functools import lru_cache
@@ -19,9 +20,7 @@ _TOKEN = re.compile(r"(?u)\b\w+\b")
 
 @lru_cache(maxsize=1)
 def _stopwords() -> frozenset[str]:
-    from bm25s.stopwords import STOPWORDS_EN
-
-    return frozenset(STOPWORDS_EN)
+    return frozenset(_bm25s().stopwords.STOPWORDS_EN)
 
 
 @lru_cache(maxsize=1)
@@ -32,6 +31,14 @@ def _stemmer():  # noqa: ANN202 - PyStemmer has no type hints
         return Stemmer.Stemmer("english")
     except ImportError:  # pragma: no cover - PyStemmer is a dependency; degrade to no stemming
         return None
+
+
+def _bm25s():  # noqa: ANN202
+    """Import bm25s, which sets its own logger to DEBUG on import; put it back to quiet."""
+    import bm25s
+
+    logging.getLogger("bm25s").setLevel(logging.WARNING)
+    return bm25s
 
 
 def tokenize(text: str) -> list[str]:
@@ -50,9 +57,7 @@ class LexicalIndex:
 
     @classmethod
     def build(cls, texts: Sequence[str]) -> LexicalIndex:
-        import bm25s
-
-        bm25 = bm25s.BM25(k1=1.2, b=0.75)
+        bm25 = _bm25s().BM25(k1=1.2, b=0.75)
         # An empty token list would make a chunk invisible but must keep its row number.
         bm25.index([tokenize(t) or ["\u2205"] for t in texts], show_progress=False)
         return cls(bm25)
@@ -62,9 +67,7 @@ class LexicalIndex:
 
     @classmethod
     def load(cls, path: Path) -> LexicalIndex:
-        import bm25s
-
-        return cls(bm25s.BM25.load(str(path), mmap=True, show_progress=False))
+        return cls(_bm25s().BM25.load(str(path), mmap=True, show_progress=False))
 
     def scores(self, query: str) -> np.ndarray:
         """One BM25 score per chunk row (zeros when no query term is in the index)."""
