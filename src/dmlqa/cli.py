@@ -278,6 +278,179 @@ def search(
         out.print(f"   {snippet[:300]}{'…' if len(snippet) > 300 else ''}", highlight=False, markup=False)
 
 
+# -- ask / eval --------------------------------------------------------------------------------------------
+
+
+def _ask_options(kind, since, until, topic, host, no_llm: bool, mode: str = "hybrid"):  # noqa: ANN001, ANN202
+    from dmlqa.answer import AskOptions
+    from dmlqa.search import Filters
+
+    filters = Filters(kinds=tuple(kind or ()), since=since, until=until, topics=tuple(topic or ()),
+                      hosts=tuple(host or ()))
+    if mode not in ("hybrid", "dense", "bm25"):
+        _fail(f"--mode must be hybrid, dense or bm25 (got {mode!r})")
+    return AskOptions(filters=filters, use_llm=not no_llm, mode=mode)
+
+
+def _render_answer(answer: Any) -> None:
+    if answer.notice:
+        err.print(f"[yellow]note:[/yellow] {answer.notice}", highlight=False)
+    if answer.citations:
+        out.print("\n[bold]Nearest sources[/bold]" if answer.refused else "\n[bold]Sources[/bold]", highlight=False)
+        for c in answer.citations:
+            facts = ", ".join(str(x) for x in (c.venue, c.year) if x)
+            page = f", p. {c.page}" if c.page else ""
+            facts = f" ({facts})" if facts else ""
+            out.print(f"[{c.n}] {c.title}{facts}{page}", highlight=False, markup=False)
+            out.print(f"    {c.url}" + (f"#page={c.page}" if c.page and c.url.endswith(".pdf") else ""),
+                      highlight=False, markup=False)
+            if c.quote:
+                out.print(f"    “{c.quote}”", highlight=False, markup=False, style="dim")
+    for flag in answer.flags:
+        err.print(f"[yellow]flag:[/yellow] {flag}", highlight=False)
+    out.print(f"[dim]answered by {answer.backend} in {answer.seconds:.2f}s[/dim]", highlight=False)
+
+
+@app.command()
+def ask(
+    question: Annotated[str | None, typer.Argument(help="Your question.")] = None,
+    questions: Annotated[
+        Path | None, typer.Option("--questions", help='Batch mode: JSONL of {"id","question"}.')
+    ] = None,
+    kind: Annotated[list[str] | None, typer.Option("--kind", help="Only this kind (repeatable).")] = None,
+    since: Annotated[int | None, typer.Option(help="Only resources from this year on.")] = None,
+    until: Annotated[int | None, typer.Option(help="Only resources up to this year.")] = None,
+    topic: Annotated[list[str] | None, typer.Option("--topic", help="Only this list topic (repeatable).")] = None,
+    host: Annotated[list[str] | None, typer.Option("--host", help="Only this host (repeatable).")] = None,
+    no_llm: Annotated[bool, typer.Option("--no-llm", help="Extractive answer even if an LLM is set.")] = False,
+    as_json: Annotated[bool, typer.Option("--json", help="Print JSON.")] = False,
+    home: HomeOption = None,
+) -> None:
+    """Answer a question with cited sources (LLM when configured, else extractive)."""
+    from dmlqa.answer import Asker
+    from dmlqa.evaluate import read_questions
+
+    if question is None and questions is None:
+        _fail("give a QUESTION or --questions FILE.jsonl")
+    settings = _settings(home)
+    options = _ask_options(kind, since, until, topic, host, no_llm)
+    try:
+        asker = Asker.from_settings(settings)
+        if questions is not None:
+            try:
+                items = read_questions(questions.read_text(encoding="utf-8").splitlines(), str(questions))
+            except (OSError, ValueError) as exc:
+                _fail(str(exc))
+            for q in items:
+                _print_json({"id": q.id, **asker.ask(q.question, options).to_json()})
+            return
+        if as_json:
+            _print_json(asker.ask(question or "", options).to_json())
+            return
+        stream = asker.stream(question or "", options)
+        streamed = []
+        for delta in stream.deltas:
+            streamed.append(delta)
+            if asker.llm is not None:
+                sys.stdout.write(delta)
+                sys.stdout.flush()
+        answer = stream.result
+    except DmlqaError as exc:
+        _fail(str(exc))
+    if asker.llm is not None and "".join(streamed).strip() != answer.answer.strip():
+        # The checked text (invented citations removed, renumbered) replaces the raw stream.
+        out.print("\n\n[bold]Checked answer[/bold]" if streamed else "", highlight=False)
+        out.print(answer.answer, highlight=False, markup=False)
+    elif asker.llm is None:
+        out.print(answer.answer, highlight=False, markup=False)
+    else:
+        out.print()
+    _render_answer(answer)
+
+
+@app.command("eval")
+def eval_cmd(
+    questions: Annotated[Path, typer.Option("--questions", help="JSONL question set with gold URLs.")],
+    no_llm: Annotated[bool, typer.Option("--no-llm", help="Score the extractive answerer.")] = False,
+    mode: Annotated[str, typer.Option(help="Retrieval: hybrid (default), dense or bm25.")] = "hybrid",
+    as_json: Annotated[bool, typer.Option("--json", help="Print JSON.")] = False,
+    home: HomeOption = None,
+) -> None:
+    """Score retrieval (recall@k, MRR), citations, refusals and latency on a question set."""
+    from dmlqa.answer import Asker
+    from dmlqa.evaluate import read_questions, score_answers
+
+    settings = _settings(home)
+    try:
+        items = read_questions(questions.read_text(encoding="utf-8").splitlines(), str(questions))
+    except (OSError, ValueError) as exc:
+        _fail(str(exc))
+    options = _ask_options(None, None, None, None, None, no_llm, mode)
+    try:
+        asker = Asker.from_settings(settings)
+        asker.ask("warm up", options)  # load model and index before timing
+        answers = [asker.ask(q.question, options) for q in items]
+    except DmlqaError as exc:
+        _fail(str(exc))
+    scores = score_answers(items, answers)
+    scores["backend"] = answers[0].backend if answers else None
+    scores["retrieval"] = mode
+    if as_json:
+        _print_json(scores)
+        return
+    t = Table(title=f"dmlqa eval: {questions.name}", show_header=False)
+    t.add_column("metric")
+    t.add_column("value", justify="right")
+    for key, value in scores.items():
+        t.add_row(key, str(value))
+    out.print(t)
+
+
+# -- related -----------------------------------------------------------------------------------------------
+
+
+@app.command()
+def related(
+    query: Annotated[str, typer.Argument(help="Free text, a catalog URL, an arXiv id or a DOI.")],
+    k: Annotated[int, typer.Option("-k", help="How many documents.", min=1, max=200)] = 10,
+    since: Annotated[int | None, typer.Option(help="Only documents from this year on.")] = None,
+    kind: Annotated[list[str] | None, typer.Option("--kind", help="Only this kind (repeatable).")] = None,
+    fmt: Annotated[str, typer.Option("--format", help="table, json or bibtex.")] = "table",
+    as_json: Annotated[bool, typer.Option("--json", help="Same as --format json.")] = False,
+    home: HomeOption = None,
+) -> None:
+    """Documents related to a paper, URL, arXiv id, DOI or free text."""
+    from dmlqa.bibtex import to_bibtex
+    from dmlqa.related import related as find_related
+    from dmlqa.search import Searcher
+
+    if fmt not in ("table", "json", "bibtex"):
+        _fail(f"--format must be table, json or bibtex (got {fmt!r})")
+    settings = _settings(home)
+    try:
+        res = find_related(Searcher(settings), query, k=k, since=since, kinds=tuple(kind or ()))
+    except DmlqaError as exc:
+        _fail(str(exc))
+    if res.notice:
+        err.print(f"[yellow]note:[/yellow] {res.notice}", highlight=False)  # stderr: keeps json/bibtex valid
+    if as_json or fmt == "json":
+        _print_json(res.to_json())
+        return
+    if fmt == "bibtex":
+        sys.stdout.write(to_bibtex(res.items))
+        return
+    if not res.items:
+        out.print("No related documents.")
+        return
+    t = Table(title=f"Related to {query}", show_header=True, show_lines=False)
+    for col in ("#", "score", "title", "year/venue", "kind", "url", "why"):
+        t.add_column(col, overflow="fold")
+    for i, r in enumerate(res.items, start=1):
+        facts = " ".join(str(x) for x in (r.year, r.venue) if x)
+        t.add_row(str(i), f"{r.score:.3f}", r.title, facts, r.kind, r.url, r.reason)
+    out.print(t)
+
+
 # -- status ----------------------------------------------------------------------------------------------
 
 

@@ -75,3 +75,76 @@ def percentile(values: Sequence[float], q: float) -> float:
     pos = (len(xs) - 1) * q / 100.0
     lo, hi = math.floor(pos), math.ceil(pos)
     return xs[lo] + (xs[hi] - xs[lo]) * (pos - lo)
+
+
+# -- question sets (dmlqa eval) -------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class EvalQuestion:
+    id: str
+    question: str
+    gold_urls: tuple[str, ...]
+    answerable: bool
+    keywords: tuple[str, ...]
+
+
+def read_questions(lines: Iterable[str], source: str = "questions") -> list[EvalQuestion]:
+    """Parse a question set; a malformed line raises ValueError naming it."""
+    import json
+
+    out: list[EvalQuestion] = []
+    for n, line in enumerate(lines, start=1):
+        if not line.strip():
+            continue
+        try:
+            rec = json.loads(line)
+        except ValueError as exc:
+            raise ValueError(f"{source}:{n}: not JSON ({exc})") from None
+        if not isinstance(rec, dict) or not isinstance(rec.get("question"), str):
+            raise ValueError(f'{source}:{n}: a question needs "id" and "question"')
+        out.append(EvalQuestion(
+            id=str(rec.get("id", n)), question=rec["question"], gold_urls=tuple(rec.get("gold_urls") or ()),
+            answerable=bool(rec.get("answerable", True)), keywords=tuple(rec.get("keywords") or ()),
+        ))
+    return out
+
+
+def _nfkc(text: str) -> str:
+    import unicodedata
+
+    return unicodedata.normalize("NFKC", text).lower()
+
+
+def score_answers(questions: Sequence[EvalQuestion], answers: Sequence[object]) -> dict:
+    """Scores of ``answers`` (dmlqa.models.Answer, one per question) against the question set."""
+    ranks, cited, kw, kw_all, latencies, false_ref = [], [], [], [], [], 0
+    refusals = []
+    for q, a in zip(questions, answers, strict=True):
+        latencies.append(a.seconds * 1000)
+        if not q.answerable:
+            refusals.append(a.refused)
+            continue
+        ranks.append(first_relevant_rank([h.url for h in a.retrieved], q.gold_urls))
+        gold = {normalize_url(g) for g in q.gold_urls}
+        cited.append(any(normalize_url(c.url) in gold for c in a.citations) and not a.refused)
+        false_ref += int(a.refused)
+        if q.keywords:
+            text = _nfkc(a.answer)
+            hits = [k for k in q.keywords if _nfkc(k) in text]
+            kw.append(len(hits) / len(q.keywords))
+            kw_all.append(len(hits) == len(q.keywords))
+    n_ans = len(ranks)
+    scores = retrieval_scores(ranks).to_json()
+    return {
+        **scores,
+        "answerable": n_ans,
+        "unanswerable": len(refusals),
+        "citation_hit_rate": round(sum(cited) / n_ans, 4) if n_ans else 0.0,
+        "keyword_hit_rate": round(sum(kw) / len(kw), 4) if kw else 0.0,
+        "all_keywords_rate": round(sum(kw_all) / len(kw_all), 4) if kw_all else 0.0,
+        "refusal_accuracy": round(sum(refusals) / len(refusals), 4) if refusals else None,
+        "false_refusal_rate": round(false_ref / n_ans, 4) if n_ans else 0.0,
+        "latency_ms_p50": round(percentile(latencies, 50), 1),
+        "latency_ms_p95": round(percentile(latencies, 95), 1),
+    }

@@ -139,7 +139,9 @@ def write_version(
 
     index_type = choose_index_type(len(vectors), ann_threshold)
     faiss.write_index(build_faiss(vectors, index_type), str(tmp / "dense.faiss"))
-    LexicalIndex.build([c.text for c in chunks]).save(tmp / "bm25")
+    # BM25 sees the same title and section context as the dense model: a passage about "it" is
+    # found by the name of the thing it is about, and every name in a title is in the vocabulary.
+    LexicalIndex.build([dense_text(c.title, c.section, c.text) for c in chunks]).save(tmp / "bm25")
 
     db = sqlite3.connect(str(tmp / "store.sqlite"))
     db.executescript(_SCHEMA)

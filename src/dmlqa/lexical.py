@@ -2,7 +2,8 @@
 
 Kept apart from the dense index so each can be tested and measured alone. Tokenisation is ours
 (shared by indexing and querying, so they can never drift apart): lower-case word tokens, single
-characters kept (``ZeRO-3`` → ``zero``, ``3``), English stop words dropped, Snowball-stemmed.
+characters kept (``ZeRO-3`` → ``zero``, ``3``), snake_case names kept whole and split into their
+words, English stop words dropped, Snowball-stemmed.
 """
 
 from __future__ import annotations
@@ -44,7 +45,12 @@ def _bm25s():  # noqa: ANN202
 def tokenize(text: str) -> list[str]:
     """BM25 tokens of ``text`` (stemmed, stop words dropped)."""
     stop = _stopwords()
-    words = [w for w in _TOKEN.findall(text.lower()) if w not in stop and len(w) < 40]
+    words: list[str] = []
+    for w in _TOKEN.findall(text.lower()):
+        if "_" in w:  # snake_case identifiers: the whole name and its words (shard_map → shard, map)
+            words.extend(p for p in w.split("_") if p and p not in stop)
+        if w not in stop and len(w) < 40:
+            words.append(w)
     stemmer = _stemmer()
     return stemmer.stemWords(words) if stemmer else words
 
@@ -54,6 +60,7 @@ class LexicalIndex:
 
     def __init__(self, bm25) -> None:  # noqa: ANN001 - bm25s.BM25
         self._bm25 = bm25
+        self._vocab: frozenset[str] | None = None
 
     @classmethod
     def build(cls, texts: Sequence[str]) -> LexicalIndex:
@@ -68,6 +75,12 @@ class LexicalIndex:
     @classmethod
     def load(cls, path: Path) -> LexicalIndex:
         return cls(_bm25s().BM25.load(str(path), mmap=True, show_progress=False))
+
+    def vocabulary(self) -> frozenset[str]:
+        """Every token that occurs in some chunk (tokenised as :func:`tokenize` does)."""
+        if getattr(self, "_vocab", None) is None:
+            self._vocab = frozenset(self._bm25.vocab_dict)
+        return self._vocab
 
     def scores(self, query: str) -> np.ndarray:
         """One BM25 score per chunk row (zeros when no query term is in the index)."""

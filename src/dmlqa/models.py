@@ -155,6 +155,10 @@ class Hit:
     section: str | None
     text: str
     chunk_id: str = ""
+    kind: str = ""
+    venue: str | None = None
+    year: int | None = None
+    is_card: bool = False
 
     def to_json(self) -> dict[str, Any]:
         return {
@@ -179,3 +183,48 @@ class Failure:
 
     def to_json(self) -> dict[str, str]:
         return {"url": self.url, "stage": self.stage, "error": self.error}
+
+
+@dataclass(frozen=True)
+class Citation:
+    """A numbered source of an answer; ``quote`` is verified to occur in the cited passage."""
+
+    n: int
+    url: str
+    title: str
+    page: int | None
+    quote: str
+    doc_id: str = ""
+    chunk_id: str = ""
+    venue: str | None = None
+    year: int | None = None
+
+    def to_json(self) -> dict[str, Any]:
+        return {"n": self.n, "url": self.url, "title": self.title, "page": self.page, "quote": self.quote}
+
+
+@dataclass(frozen=True)
+class Answer:
+    """What ``ask`` returns: the text with [n] markers, its citations, and how it was made."""
+
+    question: str
+    answer: str
+    citations: tuple[Citation, ...]
+    backend: str  # "extractive" or "llm:<model>"
+    refused: bool
+    retrieved: tuple[Hit, ...] = ()
+    seconds: float = 0.0
+    notice: str | None = None  # e.g. why the LLM was not used
+    flags: tuple[str, ...] = ()  # e.g. "removed invented citation [9]", "unsupported: <sentence>"
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "answer": self.answer,
+            "citations": [c.to_json() for c in self.citations],
+            "backend": self.backend,
+            "refused": self.refused,
+            "retrieved": [h.to_json() for h in self.retrieved],
+            "seconds": round(self.seconds, 4),
+            "notice": self.notice,
+            "flags": list(self.flags),
+        }

@@ -196,7 +196,8 @@ class Searcher:
             hits.append(
                 Hit(
                     rank=rank, score=score, doc_id=c.doc_id, url=d.url, title=d.title, page=c.page,
-                    section=c.section, text=c.text, chunk_id=c.chunk_id,
+                    section=c.section, text=c.text, chunk_id=c.chunk_id, kind=d.kind, venue=d.venue,
+                    year=d.year, is_card=d.is_card,
                 )
             )
         return hits
