@@ -47,7 +47,7 @@ class Settings:
     model: str = BUNDLED_MODEL
     #: "onnx-int8" (dynamically quantised ONNX under onnxruntime) or "torch" (sentence-transformers).
     encoder: str = "onnx-int8"
-    batch_size: int = 32
+    batch_size: int = 16  # measured: 41 passages/s at 256 tokens vs 39 at 32 (int8, 2 cores)
     chunk_tokens: int = 200
     chunk_overlap: int = 32
     #: Vectors past this count get an approximate (HNSW) FAISS index instead of an exact one.
