@@ -23,6 +23,7 @@ from dmlqa.docstore import DocStore
 from dmlqa.errors import DmlqaError, ExtractError, FetchError
 from dmlqa.index import dense_text, prune, publish, write_version
 from dmlqa.models import Chunk, Document, Failure, Resource
+from dmlqa.runs import Changes, diff_documents, new_documents, published_documents, recording
 from dmlqa.settings import Settings
 
 log = logging.getLogger(__name__)
@@ -64,6 +65,10 @@ class BuildReport:
     kept_previous: int = 0
     removed: list[str] = field(default_factory=list)
     local_documents: int = 0
+    # doc ids that differ from the previously published version (what `dmlqa status` lists per run)
+    changes: Changes = field(default_factory=Changes)
+    # what --refresh-lists changed in the catalog (None when the lists were not refreshed)
+    refresh: dict[str, Any] | None = None
 
     def to_json(self) -> dict[str, Any]:
         return {
@@ -84,6 +89,8 @@ class BuildReport:
             "kept_previous": self.kept_previous,
             "removed": self.removed,
             "local_documents": self.local_documents,
+            "changes": self.changes.to_json(),
+            "refresh": self.refresh,
         }
 
 
@@ -91,6 +98,10 @@ class BuildReport:
 class BuildOptions:
     archives: tuple[Path, ...] = ()
     offline: bool = False
+    #: re-read the lists' upstreams into the catalog first (under the same writer lock)
+    refresh_lists: bool = False
+    #: who started the run, as the run history records it: "build" or "schedule"
+    trigger: str = "build"
 
 
 @contextmanager
@@ -259,6 +270,26 @@ def _local_documents(settings: Settings, store: DocStore, report: BuildReport) -
 # -- the build --------------------------------------------------------------------------------------
 
 
+def _remove_stale_pointers(index_dir: Path) -> None:
+    """Remove ``.CURRENT.<pid>.tmp`` files a build killed while publishing left behind.
+
+    Only the holder of the writer lock publishes, so under the lock any such file is debris.
+    """
+    for tmp in index_dir.glob(".CURRENT.*.tmp"):
+        tmp.unlink(missing_ok=True)
+        log.info("removed %s left by an interrupted build", tmp.name)
+
+
+def _refresh(settings: Settings, options: BuildOptions, report: BuildReport) -> None:
+    """Re-read the lists into the catalog; a list that fails is a report row, never a failed build."""
+    from dmlqa.refresh import refresh_lists
+
+    rep = refresh_lists(settings, archives=options.archives, offline=options.offline)
+    report.refresh = rep.to_json()
+    for item in rep.failed:
+        report.failed.append(Failure(item.upstream or item.name, "refresh", f"list {item.name}: {item.error}"))
+
+
 def run_build(
     settings: Settings,
     options: BuildOptions | None = None,
@@ -278,9 +309,15 @@ def run_build(
     progress = progress or NoProgress()
     report = BuildReport()
     t_all = time.perf_counter()
-    with WriterLock(settings.home, "build"):
+    with WriterLock(settings.home, "build"), recording(settings.index_dir, report, trigger=options.trigger):
         settings.index_dir.mkdir(parents=True, exist_ok=True)
         prune(settings.index_dir, settings.keep_versions)  # clears debris of a crashed build first
+        _remove_stale_pointers(settings.index_dir)
+        previous = published_documents(settings.index_dir)
+
+        if options.refresh_lists:
+            with _timed(report, "refresh"):
+                _refresh(settings, options, report)
 
         with _timed(report, "catalog"):
             resources = read_catalog(settings.catalog_path)
@@ -333,6 +370,7 @@ def run_build(
                     log.exception("chunking failed for %s", d.url)
                     report.failed.append(Failure(d.url, "chunk", f"unexpected error: {exc!r}"))
         report.chunks = len(chunks)
+        report.changes = diff_documents(previous, new_documents(docs, chunks))
 
         with _timed(report, "embed"):
             encoder = load_encoder(settings.model, settings.encoder, settings.encoders_dir)
@@ -366,6 +404,6 @@ def run_build(
             publish(settings.index_dir, name)
             prune(settings.index_dir, settings.keep_versions)
         report.index_version = name
-    report.seconds["total"] = time.perf_counter() - t_all
+        report.seconds["total"] = time.perf_counter() - t_all
     log.debug("fetch stats: %s", stats)
     return report

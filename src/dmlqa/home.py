@@ -7,6 +7,7 @@ from typing import Any
 
 from dmlqa.errors import IndexMissingError
 from dmlqa.index import VERSIONS, current_version
+from dmlqa.runs import read_runs, read_schedule
 from dmlqa.settings import SETTINGS_FILE, Settings
 
 _TEMPLATE = """# dmlqa settings for this home. Every key can also be set as DMLQA_<KEY> in the environment.
@@ -65,4 +66,19 @@ def index_status(settings: Settings) -> dict[str, Any]:
         "cards": meta.get("cards", 0),
         "chunks": meta.get("chunks", 0),
         "failed": meta.get("failed", []),
+        **run_history(settings),
+    }
+
+
+def run_history(settings: Settings, limit: int = 10) -> dict[str, Any]:
+    """The last ``limit`` build runs (newest first), and the running scheduler's next slot, if any.
+
+    Kept apart from the index facts so ``dmlqa status`` can show the history even when no version
+    was ever published (every run so far failed).
+    """
+    schedule = read_schedule(settings.index_dir)
+    return {
+        "runs": [r.to_json() for r in reversed(read_runs(settings.index_dir, limit))],
+        "next_run": schedule.get("next_run") if schedule else None,
+        "schedule": schedule,
     }

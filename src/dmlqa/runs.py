@@ -1,0 +1,405 @@
+"""Run history of a home: one JSON line per build in ``index/runs.jsonl``, and the scheduler's plan.
+
+A knowledge base rebuilt by a timer is only trustworthy if someone can see what the last runs did:
+when they ran, how long they took, whether they published, and which resources they added,
+updated, removed or failed on. The build records itself here (under the writer lock, so lines never
+interleave); ``dmlqa status`` reads the file back.
+
+A build killed with ``kill -9`` cannot write its own line. So a run first leaves a marker
+(``index/run-in-progress.json``) and removes it when it ends; the next build, holding the writer
+lock and so knowing the marker's writer is gone, turns a leftover marker into an ``interrupted``
+line. Nothing is lost silently.
+
+``index/schedule.json`` holds what a running ``dmlqa schedule`` plans next (its PID, its spec and
+the next slot), so ``dmlqa status`` can say when the next run is.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import logging
+import os
+import sqlite3
+import tempfile
+from collections.abc import Iterator, Mapping, Sequence
+from contextlib import contextmanager
+from dataclasses import asdict, dataclass, field
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any, Protocol
+
+from dmlqa.index import VERSIONS, current_version
+from dmlqa.models import Chunk, Document
+
+log = logging.getLogger(__name__)
+
+RUNS_FILE = "runs.jsonl"
+SCHEDULE_FILE = "schedule.json"
+IN_PROGRESS_FILE = "run-in-progress.json"
+#: Ids listed per change kind in one record; the counts are always complete. A first build adds
+#: every resource, and a line of tens of thousands of ids helps nobody reading a status table.
+MAX_IDS = 200
+#: The history is trimmed to this many runs once the file grows past ``TRIM_BYTES``.
+KEEP_RUNS = 500
+TRIM_BYTES = 4 * 1024 * 1024
+
+
+def utc_now() -> str:
+    """Now as ISO-8601 UTC with a ``Z``, to the second (what every record stores)."""
+    return datetime.now(UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
+
+
+def parse_time(value: str | None) -> datetime | None:
+    """An ISO-8601 time as written by :func:`utc_now` (or any offset), aware; None for None/garbage."""
+    if not value:
+        return None
+    try:
+        parsed = datetime.fromisoformat(value.replace("Z", "+00:00"))
+    except ValueError:
+        return None
+    return parsed if parsed.tzinfo else parsed.replace(tzinfo=UTC)
+
+
+# -- what changed between two versions ----------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class DocState:
+    """What identifies a document's content in a version: card or not, and a content hash.
+
+    Full texts are identified by the sha256 of their source bytes (what the build compares to
+    decide whether to extract again); catalog cards have no source bytes, so their chunk texts are
+    hashed instead (a card changes when its catalog facts do).
+    """
+
+    url: str
+    is_card: bool
+    content: str
+
+
+@dataclass(frozen=True)
+class Changes:
+    """Doc ids that differ between the previous published version and the new one."""
+
+    added: tuple[str, ...] = ()
+    updated: tuple[str, ...] = ()
+    removed: tuple[str, ...] = ()
+
+    def to_json(self) -> dict[str, list[str]]:
+        return {"added": list(self.added), "updated": list(self.updated), "removed": list(self.removed)}
+
+
+def _content_key(is_card: bool, sha256: str | None, chunk_texts: Sequence[str]) -> str:
+    if not is_card and sha256:
+        return sha256
+    return "text:" + hashlib.sha256("\x00".join(chunk_texts).encode("utf-8")).hexdigest()
+
+
+def published_documents(index_dir: Path) -> dict[str, DocState]:
+    """The documents of the published version (empty when there is none or it cannot be read).
+
+    Read before a build changes anything, so the build can say what it changed.
+    """
+    name = current_version(index_dir)
+    if name is None:
+        return {}
+    store = index_dir / VERSIONS / name / "store.sqlite"
+    if not store.is_file():
+        return {}
+    try:
+        db = sqlite3.connect(f"file:{store}?mode=ro", uri=True)
+    except sqlite3.Error:
+        return {}
+    try:
+        rows = db.execute("SELECT doc_id, url, is_card, sha256 FROM documents").fetchall()
+        texts: dict[str, list[str]] = {}
+        for doc_id, text in db.execute(
+            "SELECT c.doc_id, c.text FROM chunks c JOIN documents d ON d.doc_id = c.doc_id "
+            "WHERE d.is_card = 1 OR d.sha256 IS NULL OR d.sha256 = '' ORDER BY c.row"
+        ):
+            texts.setdefault(doc_id, []).append(text)
+    except sqlite3.Error as exc:
+        log.warning("cannot read the documents of version %s: %s", name, exc)
+        return {}
+    finally:
+        db.close()
+    return {
+        doc_id: DocState(url or "", bool(is_card), _content_key(bool(is_card), sha, texts.get(doc_id, [])))
+        for doc_id, url, is_card, sha in rows
+    }
+
+
+def new_documents(docs: Sequence[Document], chunks: Sequence[Chunk]) -> dict[str, DocState]:
+    """The same description as :func:`published_documents`, for the version being built."""
+    texts: dict[str, list[str]] = {}
+    for c in chunks:
+        texts.setdefault(c.doc_id, []).append(c.text)
+    return {
+        d.doc_id: DocState(d.url, d.is_card, _content_key(d.is_card, d.sha256, texts.get(d.doc_id, [])))
+        for d in docs
+    }
+
+
+def diff_documents(before: Mapping[str, DocState], after: Mapping[str, DocState]) -> Changes:
+    """Added, updated (content changed, or card ↔ full text) and removed doc ids, each sorted."""
+    return Changes(
+        added=tuple(sorted(set(after) - set(before))),
+        updated=tuple(sorted(k for k in set(after) & set(before) if after[k] != before[k])),
+        removed=tuple(sorted(set(before) - set(after))),
+    )
+
+
+# -- run records ----------------------------------------------------------------------------------
+
+
+@dataclass
+class RunRecord:
+    """One build run as ``runs.jsonl`` stores it (one JSON object a line)."""
+
+    started_at: str
+    finished_at: str | None = None
+    seconds: float | None = None
+    ok: bool = False
+    trigger: str = "build"  # build | schedule
+    pid: int = 0
+    index_version: str | None = None
+    previous_version: str | None = None
+    error: str | None = None
+    added: list[str] = field(default_factory=list)
+    updated: list[str] = field(default_factory=list)
+    removed: list[str] = field(default_factory=list)
+    failed: list[str] = field(default_factory=list)  # URLs (or local paths) with their stage
+    counts: dict[str, int] = field(default_factory=dict)
+    refresh: dict[str, Any] | None = None  # what --refresh-lists changed in the catalog
+
+    def to_json(self) -> dict[str, Any]:
+        return asdict(self)
+
+    @classmethod
+    def from_json(cls, data: Mapping[str, Any]) -> RunRecord:
+        known = {k: v for k, v in data.items() if k in cls.__dataclass_fields__}
+        return cls(**known)
+
+
+def atomic_write_text(path: Path, text: str) -> None:
+    """Write beside and rename: a reader (``dmlqa status``) sees the old file or the new one."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
+    try:
+        with os.fdopen(fd, "w", encoding="utf-8") as fh:
+            fh.write(text)
+            fh.flush()
+            os.fsync(fh.fileno())
+        os.chmod(tmp, 0o644)
+        os.replace(tmp, path)
+    except BaseException:
+        try:
+            os.unlink(tmp)
+        except FileNotFoundError:
+            pass
+        raise
+
+
+def append_run(index_dir: Path, record: RunRecord) -> None:
+    """Append one line (one ``write`` of a complete line, then fsync); trim a long history.
+
+    Callers hold the writer lock, so no two processes append or trim at once.
+    """
+    path = index_dir / RUNS_FILE
+    path.parent.mkdir(parents=True, exist_ok=True)
+    line = json.dumps(record.to_json(), ensure_ascii=False) + "\n"
+    with open(path, "a", encoding="utf-8") as fh:
+        fh.write(line)
+        fh.flush()
+        os.fsync(fh.fileno())
+    if path.stat().st_size > TRIM_BYTES:
+        lines = path.read_text(encoding="utf-8").splitlines(keepends=True)
+        atomic_write_text(path, "".join(lines[-KEEP_RUNS:]))
+
+
+def read_runs(index_dir: Path, limit: int | None = None) -> list[RunRecord]:
+    """The recorded runs, oldest first (the last ``limit`` of them); unreadable lines are skipped."""
+    path = index_dir / RUNS_FILE
+    try:
+        text = path.read_text(encoding="utf-8", errors="replace")
+    except FileNotFoundError:
+        return []
+    out: list[RunRecord] = []
+    for line in text.splitlines():
+        if not line.strip():
+            continue
+        try:
+            data = json.loads(line)
+            if isinstance(data, dict) and "started_at" in data:
+                out.append(RunRecord.from_json(data))
+        except (ValueError, TypeError):
+            log.debug("skipping an unreadable line of %s", path)
+    return out[-limit:] if limit else out
+
+
+def describe_error(error: BaseException) -> str:
+    """A one-line reason: our own errors say it well; anything else is named by its type too."""
+    from dmlqa.errors import DmlqaError
+
+    text = " ".join(str(error).split())
+    if isinstance(error, DmlqaError) and text:
+        return text
+    return f"{type(error).__name__}: {text}" if text else type(error).__name__
+
+
+def _capped(ids: Sequence[str]) -> list[str]:
+    return list(ids[:MAX_IDS])
+
+
+class _ReportLike(Protocol):
+    """The parts of :class:`dmlqa.build.BuildReport` a record is made from."""
+
+    index_version: str | None
+    failed: list[Any]
+    documents: int
+    cards: int
+    chunks: int
+    embedded: int
+    reused_embeddings: int
+    changes: Changes
+    refresh: dict[str, Any] | None
+
+
+def record_from_report(record: RunRecord, report: _ReportLike) -> RunRecord:
+    """Fill ``record`` with what ``report`` says changed (ids capped at ``MAX_IDS``, counts exact)."""
+    changes = report.changes
+    failed = [f"{f.stage}: {f.url}" for f in report.failed]
+    record.index_version = report.index_version
+    record.added = _capped(changes.added)
+    record.updated = _capped(changes.updated)
+    record.removed = _capped(changes.removed)
+    record.failed = _capped(failed)
+    record.counts = {
+        "added": len(changes.added),
+        "updated": len(changes.updated),
+        "removed": len(changes.removed),
+        "failed": len(failed),
+        "documents": report.documents,
+        "cards": report.cards,
+        "chunks": report.chunks,
+        "embedded": report.embedded,
+        "reused_embeddings": report.reused_embeddings,
+    }
+    record.refresh = report.refresh
+    return record
+
+
+def recover_interrupted(index_dir: Path) -> RunRecord | None:
+    """Turn the marker a killed run left behind into an ``interrupted`` record (call under the lock).
+
+    Also removes the temporary files of a history write that was killed half-way.
+    """
+    for name in (RUNS_FILE, IN_PROGRESS_FILE):
+        for tmp in index_dir.glob(f".{name}.*.tmp"):
+            tmp.unlink(missing_ok=True)
+    marker = index_dir / IN_PROGRESS_FILE
+    try:
+        data = json.loads(marker.read_text(encoding="utf-8"))
+    except FileNotFoundError:
+        return None
+    except (OSError, ValueError):
+        data = {}
+    started = data.get("started_at") if isinstance(data, dict) else None
+    pid = data.get("pid", 0) if isinstance(data, dict) else 0
+    record = RunRecord(
+        started_at=started or utc_now(),
+        ok=False,
+        trigger=(data.get("trigger") if isinstance(data, dict) else None) or "build",
+        pid=int(pid or 0),
+        previous_version=data.get("previous_version") if isinstance(data, dict) else None,
+        error=f"interrupted: process {pid or '?'} ended before the build finished (killed or crashed); "
+        "the published version was kept",
+    )
+    append_run(index_dir, record)
+    marker.unlink(missing_ok=True)
+    log.warning("the run started at %s by PID %s was interrupted; recorded it", record.started_at, pid)
+    return record
+
+
+@contextmanager
+def recording(index_dir: Path, report: _ReportLike, *, trigger: str = "build") -> Iterator[RunRecord]:
+    """Record the run around a build: a marker while it runs, one line in ``runs.jsonl`` after.
+
+    Must be entered under the writer lock. On an exception the line says ``ok: false`` with the
+    error, and the exception goes on; on success the line carries the report's changes.
+    """
+    index_dir.mkdir(parents=True, exist_ok=True)
+    recover_interrupted(index_dir)
+    started = datetime.now(UTC)
+    record = RunRecord(
+        started_at=started.strftime("%Y-%m-%dT%H:%M:%SZ"), trigger=trigger, pid=os.getpid(),
+        previous_version=current_version(index_dir),
+    )
+    marker = index_dir / IN_PROGRESS_FILE
+    atomic_write_text(marker, json.dumps({"started_at": record.started_at, "pid": record.pid,
+                                           "trigger": trigger, "previous_version": record.previous_version}))
+
+    def finish(error: BaseException | None) -> None:
+        record_from_report(record, report)
+        record.finished_at = utc_now()
+        record.seconds = round((datetime.now(UTC) - started).total_seconds(), 3)
+        record.ok = error is None and report.index_version is not None
+        if error is not None:
+            record.error = describe_error(error)
+            record.index_version = None
+        append_run(index_dir, record)
+        marker.unlink(missing_ok=True)
+
+    try:
+        yield record
+    except BaseException as exc:
+        try:
+            finish(exc)
+        except OSError:  # the original error matters more than a failed history line
+            log.exception("could not record the failed run")
+        raise
+    finish(None)
+
+
+# -- the scheduler's plan -------------------------------------------------------------------------
+
+
+def write_schedule(index_dir: Path, info: Mapping[str, Any]) -> None:
+    """Replace ``index/schedule.json`` (what the running scheduler plans next)."""
+    atomic_write_text(index_dir / SCHEDULE_FILE, json.dumps(dict(info), indent=2, ensure_ascii=False) + "\n")
+
+
+def _pid_alive(pid: int) -> bool:
+    if pid <= 0:
+        return False
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:  # alive, but someone else's
+        return True
+    return True
+
+
+def read_schedule(index_dir: Path) -> dict[str, Any] | None:
+    """The scheduler's plan with ``running`` (its PID is alive) added; None when none was ever written.
+
+    A scheduler stopped by ``kill -9`` leaves its file behind: ``running`` is then false and
+    ``next_run`` is cleared, so nobody waits for a run that will not come.
+    """
+    try:
+        data = json.loads((index_dir / SCHEDULE_FILE).read_text(encoding="utf-8"))
+    except (FileNotFoundError, ValueError):
+        return None
+    if not isinstance(data, dict):
+        return None
+    try:
+        pid = int(data.get("pid") or 0)
+    except (TypeError, ValueError):
+        pid = 0
+    running = bool(data.get("running", True)) and _pid_alive(pid)
+    data["running"] = running
+    if not running:
+        data["next_run"] = None
+    return data
