@@ -30,7 +30,7 @@ catalog_app = typer.Typer(help="Manage the catalog of resources (from awesome li
 app.add_typer(catalog_app, name="catalog")
 
 out = Console(soft_wrap=True)
-err = Console(stderr=True)
+err = Console(stderr=True, soft_wrap=True)  # messages stay one greppable line
 
 HomeOption = Annotated[
     Path | None,
@@ -154,6 +154,9 @@ def build(
     ] = None,
     model: Annotated[str | None, typer.Option(help="Embedding model name or local path.")] = None,
     encoder: Annotated[str | None, typer.Option(help="onnx-int8 (default), onnx or torch.")] = None,
+    refresh_lists: Annotated[
+        bool, typer.Option("--refresh-lists", help="Re-read the lists' upstreams into the catalog first.")
+    ] = False,
     as_json: Annotated[bool, typer.Option("--json", help="Print the report as one JSON object.")] = False,
 ) -> None:
     """Download every catalog resource, extract, chunk, embed and publish a new index version."""
@@ -164,7 +167,7 @@ def build(
     for a in archive or []:
         if not a.is_file():
             _fail(f"archive not found: {a}")
-    options = BuildOptions(archives=tuple(archive or ()), offline=offline)
+    options = BuildOptions(archives=tuple(archive or ()), offline=offline, refresh_lists=refresh_lists)
     try:
         with RichProgress(err, enabled=err.is_terminal) as progress:
             report = run_build(settings, options, progress=progress)
@@ -451,6 +454,120 @@ def related(
     out.print(t)
 
 
+# -- schedule --------------------------------------------------------------------------------------------
+
+
+def _run_line(outcome: Any) -> dict[str, Any]:
+    """One scheduled run as ``dmlqa schedule --json`` prints it (one JSON object a line)."""
+
+    def iso(moment: Any) -> str | None:
+        return moment.astimezone().isoformat(timespec="seconds") if moment else None
+
+    return {
+        "slot": iso(outcome.slot), "started_at": iso(outcome.started_at), "finished_at": iso(outcome.finished_at),
+        "seconds": round(outcome.seconds, 3), "ok": outcome.ok, "skipped": outcome.skipped,
+        "error": outcome.error, "next_run": iso(outcome.next_run),
+        "report": outcome.report.to_json() if outcome.report is not None else None,
+    }
+
+
+def _render_run(outcome: Any) -> None:
+    when = outcome.started_at.astimezone().strftime("%Y-%m-%d %H:%M:%S")
+    nxt = outcome.next_run.astimezone().strftime("%Y-%m-%d %H:%M:%S") if outcome.next_run else "-"
+    if outcome.report is None:
+        word = "skipped" if outcome.skipped else "[red]failed[/red]"
+        out.print(f"{when} run {word} after {outcome.seconds:.1f} s: {outcome.error}; next run {nxt}",
+                  highlight=False)
+        return
+    rep = outcome.report
+    ch = rep.changes
+    refresh = ""
+    if rep.refresh is not None:
+        refresh = f"; lists: +{len(rep.refresh['added'])} -{len(rep.refresh['removed'])} resources"
+        if rep.refresh["failed"]:
+            refresh += f", {len(rep.refresh['failed'])} list(s) failed"
+    out.print(
+        f"{when} run ok in {outcome.seconds:.1f} s: published {rep.index_version}: +{len(ch.added)} added, "
+        f"~{len(ch.updated)} updated, -{len(ch.removed)} removed, {len(rep.failed)} failed, "
+        f"{rep.embedded} embedded{refresh}; next run {nxt}",
+        highlight=False,
+    )
+
+
+@app.command()
+def schedule(
+    every: Annotated[
+        str | None, typer.Option("--every", help="Rebuild at this interval, e.g. 24h, 90m, 1h30m.")
+    ] = None,
+    cron: Annotated[
+        str | None, typer.Option("--cron", help='Rebuild at cron slots (local time), e.g. "0 3 * * *".')
+    ] = None,
+    refresh_lists: Annotated[
+        bool, typer.Option("--refresh-lists", help="Re-read the lists' upstreams into the catalog before each build.")
+    ] = False,
+    now: Annotated[bool, typer.Option("--now", help="Also build once right away.")] = False,
+    max_runs: Annotated[
+        int | None, typer.Option("--max-runs", min=1, help="Stop after this many runs (default: run until stopped).")
+    ] = None,
+    archive: Annotated[
+        list[Path] | None,
+        typer.Option("--archive", help="Replay responses from this WARC file (repeatable)."),
+    ] = None,
+    offline: Annotated[bool, typer.Option("--offline", help="Never touch the network.")] = False,
+    allow_private_hosts: Annotated[
+        bool | None,
+        typer.Option("--allow-private-hosts", help="Allow fetching from loopback/private addresses."),
+    ] = None,
+    model: Annotated[str | None, typer.Option(help="Embedding model name or local path.")] = None,
+    encoder: Annotated[str | None, typer.Option(help="onnx-int8 (default), onnx or torch.")] = None,
+    as_json: Annotated[bool, typer.Option("--json", help="Print each run as one JSON line.")] = False,
+    home: HomeOption = None,
+) -> None:
+    """Keep running and rebuild the index on a schedule (incremental; a failed run keeps the index)."""
+    import os
+    import signal
+    import threading
+
+    from dmlqa.build import BuildOptions
+    from dmlqa.schedule import Schedule, SchedulerStopped, run_scheduler
+
+    settings = _settings(home, allow_private_hosts=allow_private_hosts, model=model, encoder=encoder)
+    try:
+        plan = Schedule.parse(every=every, cron=cron)
+    except DmlqaError as exc:
+        _fail(str(exc))
+    for a in archive or []:
+        if not a.is_file():
+            _fail(f"archive not found: {a}")
+    options = BuildOptions(archives=tuple(archive or ()), offline=offline, refresh_lists=refresh_lists)
+
+    def on_signal(signum: int, frame: object) -> None:
+        # Stop at once, even mid-build: a build is crash-safe, and the history records it interrupted.
+        raise SchedulerStopped(f"stopped by {signal.Signals(signum).name}")
+
+    main_thread = threading.current_thread() is threading.main_thread()
+    previous = {sig: signal.signal(sig, on_signal) for sig in (signal.SIGTERM, signal.SIGINT)} if main_thread else {}
+    if not as_json:
+        err.print(f"dmlqa schedule: {plan.spec} on {settings.home} (PID {os.getpid()}); stop with Ctrl-C or SIGTERM",
+                  highlight=False)
+    def report(outcome: Any) -> None:
+        if as_json:
+            _print_json(_run_line(outcome))
+        else:
+            _render_run(outcome)
+        sys.stdout.flush()  # a service's stdout is a pipe: show each run when it ends, not hours later
+
+    try:
+        run_scheduler(settings, plan, options, run_now=now, max_runs=max_runs, on_run=report)
+    except SchedulerStopped as exc:
+        err.print(f"dmlqa schedule {exc}", highlight=False)
+    except DmlqaError as exc:
+        _fail(str(exc))
+    finally:
+        for sig, handler in previous.items():
+            signal.signal(sig, handler)
+
+
 # -- status ----------------------------------------------------------------------------------------------
 
 
@@ -459,13 +576,15 @@ def status(
     home: HomeOption = None,
     as_json: Annotated[bool, typer.Option("--json", help="Print JSON.")] = False,
 ) -> None:
-    """What the published index holds."""
-    from dmlqa.home import index_status
+    """What the published index holds, the last build runs, and when the next scheduled run is."""
+    from dmlqa.home import index_status, run_history
 
     settings = _settings(home)
     try:
         st = index_status(settings)
     except DmlqaError as exc:
+        if not as_json:  # no version yet, but the failed runs say why
+            _render_runs(run_history(settings))
         _fail(str(exc))
     if as_json:
         _print_json(st)
@@ -486,6 +605,68 @@ def status(
         for row in st["failed"]:
             f.add_row(row["stage"], row["url"], row["error"])
         out.print(f)
+    _render_runs(st)
+
+
+def _local_time(iso: str | None) -> str:
+    from dmlqa.runs import parse_time
+
+    moment = parse_time(iso)
+    return moment.astimezone().strftime("%Y-%m-%d %H:%M:%S") if moment else "-"
+
+
+def _render_runs(st: dict[str, Any]) -> None:
+    """The run history (newest first) and the scheduler's next slot, below the status table."""
+    if st.get("runs"):
+        t = Table(title="Last runs (+added ~updated -removed !failed)", show_header=True)
+        for col in ("started", "took", "result", "changes", "by"):
+            t.add_column(col, justify="right" if col == "took" else "left", no_wrap=True)
+        t.add_column("version", overflow="fold", min_width=10)
+        t.add_column("error / what changed", overflow="fold", min_width=20)
+        for r in st["runs"]:
+            counts = r.get("counts") or {}
+            took = f"{r['seconds']:.1f} s" if r.get("seconds") is not None else "-"
+            changes = " ".join(f"{mark}{counts.get(key, 0)}" for mark, key in
+                               (("+", "added"), ("~", "updated"), ("-", "removed"), ("!", "failed")))
+            what = r.get("error") or ", ".join(
+                [f"+{x}" for x in r.get("added", [])[:3]] + [f"~{x}" for x in r.get("updated", [])[:3]]
+                + [f"-{x}" for x in r.get("removed", [])[:3]])
+            t.add_row(_local_time(r.get("started_at")), took, "ok" if r.get("ok") else "[red]failed[/red]",
+                      changes, r.get("trigger", "build"), r.get("index_version") or "-", what)
+        out.print(t)
+    sched = st.get("schedule")
+    if sched and sched.get("running"):
+        out.print(f"Next scheduled run: {_local_time(sched.get('next_run'))} ({sched.get('spec')}, "
+                  f"`dmlqa schedule` PID {sched.get('pid')})", highlight=False)
+    else:
+        out.print("Next scheduled run: none (no `dmlqa schedule` is running on this home)", highlight=False)
+
+
+# -- serve -----------------------------------------------------------------------------------------------
+
+
+@app.command()
+def serve(
+    host: Annotated[str, typer.Option(help="Interface to listen on; anything but loopback is reachable by others.")]
+    = "127.0.0.1",
+    port: Annotated[int, typer.Option(help="Port.", min=1, max=65535)] = 7860,
+    home: HomeOption = None,
+) -> None:
+    """Start the chat app (Gradio) on http://127.0.0.1:7860; DMLQA_UI_PASSWORD sets a password (user dmlqa)."""
+    import os
+
+    from dmlqa.ui import exposure_warning, launch, ui_password
+
+    settings = _settings(home)
+    password = ui_password(settings, os.environ)
+    warning = exposure_warning(host, password=bool(password))
+    if warning:
+        err.print(f"[yellow]warning:[/yellow] {warning}", highlight=False)
+    err.print(f"dmlqa chat app: http://{host}:{port} (home {settings.home}); stop with Ctrl-C", highlight=False)
+    try:
+        launch(settings, host=host, port=port, password=password)
+    except OSError as exc:
+        _fail(f"cannot listen on {host}:{port}: {exc}")
 
 
 def main() -> None:
