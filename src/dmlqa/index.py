@@ -303,6 +303,9 @@ class IndexVersion:
     def __init__(self, path: Path) -> None:
         import faiss
 
+        # Queries arrive one at a time: FAISS's OpenMP threads only fight over the cores then.
+        # Measured on 2 busy cores at 20k vectors: p50 36 ms with 2 threads, 1.7 ms with 1.
+        faiss.omp_set_num_threads(1)
         self.path = path
         self.name = path.name
         self.meta: dict[str, Any] = json.loads((path / "meta.json").read_text(encoding="utf-8"))

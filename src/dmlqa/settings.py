@@ -51,7 +51,15 @@ class Settings:
     chunk_tokens: int = 200
     chunk_overlap: int = 32
     #: Vectors past this count get an approximate (HNSW) FAISS index instead of an exact one.
-    ann_threshold: int = 200_000
+    ann_threshold: int = 100_000  # flat ~15 ms/query at 100k (1 thread) + BM25 ~13 ms: the 30 ms budget
+    #: Vectors past this count get a compressed IVF-PQ index (see dmlqa.ann and bench/ray_scaling.py).
+    ivfpq_threshold: int = 5_000_000
+    #: Where fetch, extract, chunk and embed run: "local" (this process) or "ray" (needs dmlqa[ray]).
+    executor: str = "local"
+    #: Ray cluster to join with executor=ray ("auto": the one `ray start` made here); empty starts one.
+    ray_address: str = ""
+    #: Embedding actors on Ray; 0 means one per GPU, or one per two CPUs on a cluster without GPUs.
+    ray_embed_actors: int = 0
     keep_versions: int = 3
     #: Where ONNX exports of embedding models are cached. They are derived from the model alone, so
     #: homes share them; empty means $XDG_CACHE_HOME/dmlqa/encoders (~/.cache/dmlqa/encoders).
