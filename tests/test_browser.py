@@ -1,0 +1,192 @@
+"""The chat app in a real browser: Playwright driving Debian's Chromium (headless) against ``app.py``.
+
+The app runs as its own process on 127.0.0.1 over a small fixture index (the one of
+test_index_search, plus a document whose title is an XSS attempt). Screenshots are saved under
+``artifacts/browser/`` (``DMLQA_ARTIFACTS`` overrides), which CI keeps as test artifacts.
+Playwright's own browser download does not work here: ``.ci/run`` installs ``chromium`` with apt.
+"""
+
+from __future__ import annotations
+
+import os
+import socket
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import httpx
+import pytest
+from test_index_search import make_docs_and_chunks
+
+from dmlqa.embed import embed_texts
+from dmlqa.index import dense_text, publish, write_version
+from dmlqa.models import Block, Chunk, Document
+
+CHROMIUM = Path("/usr/bin/chromium")
+ROOT = Path(__file__).resolve().parents[1]
+ARTIFACTS = Path(os.environ.get("DMLQA_ARTIFACTS", ROOT / "artifacts")) / "browser"
+
+if not CHROMIUM.exists():
+    pytest.skip("/usr/bin/chromium is missing (apt-get install chromium; .ci/run does it)", allow_module_level=True)
+try:
+    from playwright.sync_api import Page, expect, sync_playwright
+except ImportError:
+    pytest.skip("playwright is not installed (pip install -e '.[test]')", allow_module_level=True)
+
+EVIL_TITLE = 'Ring tricks <img src=x onerror="window.__xss=1"><script>window.__xss=2</script>'
+EVIL_TEXT = ("Butterfly allreduce exchanges gradient halves between partner workers in log p rounds, "
+             "which keeps every network link busy during synchronisation.")
+
+
+def build_fixture_index(home: Path, encoder) -> None:  # noqa: ANN001
+    docs, chunks = make_docs_and_chunks()
+    evil = Document(doc_id="web:evil.example/ring", url="https://evil.example/ring", title=EVIL_TITLE,
+                    blocks=(Block(text=EVIL_TEXT),), kind="article", year=2024, topics=("Communication",),
+                    content_type="html")
+    docs.append(evil)
+    chunks.append(Chunk(chunk_id=f"{evil.doc_id}#0", doc_id=evil.doc_id, url=evil.url, title=evil.title,
+                        text=EVIL_TEXT, start=0, end=len(EVIL_TEXT)))
+    vecs = embed_texts([dense_text(c.title, c.section, c.text) for c in chunks], encoder).vectors
+    meta = {"model": "bundled:all-MiniLM-L6-v2", "encoder": "onnx-int8", "encoder_key": encoder.key,
+            "resources": len(docs), "failed": [{"url": "https://dead.example/paper.pdf", "stage": "fetch",
+                                                "error": "HTTP 404 <b>not found</b>"}]}
+    publish(home / "index", write_version(home / "index", docs, chunks, vecs, meta, ann_threshold=1000))
+
+
+def _free_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return sock.getsockname()[1]
+
+
+@pytest.fixture(scope="module")
+def app_url(tmp_path_factory: pytest.TempPathFactory, encoder) -> str:  # noqa: ANN001
+    home = tmp_path_factory.mktemp("browser-home")
+    build_fixture_index(home, encoder)
+    port = _free_port()
+    log = (home / "app.log").open("w")
+    env = {**os.environ, "DMLQA_HOME": str(home), "PYTHONUNBUFFERED": "1"}
+    proc = subprocess.Popen([sys.executable, str(ROOT / "app.py"), "--port", str(port)], cwd=home, env=env,
+                            stdout=log, stderr=subprocess.STDOUT)
+    url = f"http://127.0.0.1:{port}/"
+    try:
+        deadline = time.monotonic() + 60
+        while True:
+            if proc.poll() is not None:
+                pytest.fail(f"app.py exited with {proc.returncode}: {(home / 'app.log').read_text()[-2000:]}")
+            try:
+                if httpx.get(url, timeout=2).status_code == 200:
+                    break
+            except httpx.HTTPError:
+                pass
+            if time.monotonic() > deadline:
+                pytest.fail(f"app.py did not answer within 60 s: {(home / 'app.log').read_text()[-2000:]}")
+            time.sleep(0.3)
+        yield url
+    finally:
+        proc.terminate()
+        try:
+            proc.wait(timeout=10)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+        log.close()
+
+
+@pytest.fixture(scope="module")
+def browser():  # noqa: ANN201
+    with sync_playwright() as p:
+        b = p.chromium.launch(executable_path=str(CHROMIUM), headless=True, args=["--no-sandbox"])
+        yield b
+        b.close()
+
+
+@pytest.fixture()
+def page(browser, app_url: str):  # noqa: ANN001, ANN201
+    ctx = browser.new_context(viewport={"width": 1280, "height": 900})
+    pg = ctx.new_page()
+    pg.dialogs = []  # any alert() would land here
+    pg.on("dialog", lambda d: (pg.dialogs.append(d.message), d.dismiss()))
+    pg.set_default_timeout(20_000)
+    pg.goto(app_url)
+    pg.locator("#dmlqa-question textarea").wait_for()  # never "networkidle": Gradio keeps a connection open
+    yield pg
+    ctx.close()
+
+
+def shot(page: Page, name: str) -> None:
+    ARTIFACTS.mkdir(parents=True, exist_ok=True)
+    page.screenshot(path=str(ARTIFACTS / name), full_page=True)
+
+
+def ask(page: Page, question: str) -> None:
+    box = page.locator("#dmlqa-question textarea")
+    box.fill(question)
+    box.press("Enter")
+
+
+def test_chat_answers_with_citation_links(page: Page) -> None:
+    expect(page.locator("#dmlqa-chat")).to_contain_text("How does GPipe work?")  # examples from the index
+    ask(page, "How does ZeRO partition optimizer states across data-parallel processes?")
+    answer = page.locator("#dmlqa-chat .dmlqa-answer:has(.dmlqa-meta)").last
+    expect(answer).to_contain_text("Answered by extractive")
+    cite = answer.locator("a.dmlqa-cite").first
+    expect(cite).to_have_text("[1]")
+    href = cite.get_attribute("href") or ""
+    assert href.split("#")[0] == "https://arxiv.org/abs/1910.02054" and "#page=" in href
+    expect(answer.locator(".dmlqa-sources")).to_contain_text("ZeRO: Memory Optimizations")
+    shot(page, "chat.png")
+    ask(page, "What about stage 3?")  # a follow-up leans on the previous question
+    second = page.locator("#dmlqa-chat .dmlqa-answer:has(.dmlqa-meta)").nth(1)
+    expect(second).to_contain_text("read as a follow-up")
+    expect(second.locator("a.dmlqa-cite[href^='https://arxiv.org/abs/1910.02054']").first).to_be_visible()
+
+
+def test_html_in_questions_and_titles_renders_as_text(page: Page) -> None:
+    payload = "<img src=x onerror=alert(1)>"
+    ask(page, payload)
+    expect(page.locator("#dmlqa-chat .dmlqa-answer:has(.dmlqa-meta)").last).to_be_visible()
+    expect(page.locator("#dmlqa-chat .dmlqa-question").last).to_have_text(payload)
+    ask(page, "How does butterfly allreduce exchange gradient halves between workers?")
+    answer = page.locator("#dmlqa-chat .dmlqa-answer:has(.dmlqa-meta)").last
+    expect(answer.locator(".dmlqa-sources")).to_contain_text('<img src=x onerror="window.__xss=1">')
+    expect(answer.locator("a.dmlqa-cite").first).to_have_attribute("href", "https://evil.example/ring")
+    page.wait_for_timeout(500)
+    shot(page, "xss.png")
+    assert page.dialogs == []
+    assert page.evaluate("window.__xss") is None
+    assert page.locator("#dmlqa-chat img[src='x']").count() == 0
+
+
+def test_empty_submit_says_so(page: Page) -> None:
+    page.locator("#dmlqa-ask").click()
+    expect(page.locator("#dmlqa-input-notice")).to_contain_text("Type a question first")
+    assert page.locator("#dmlqa-chat .dmlqa-question").count() == 0
+
+
+def test_related_papers_and_ask_about_one(page: Page) -> None:
+    page.get_by_role("tab", name="Related papers").click()
+    page.locator("#dmlqa-related-query textarea, #dmlqa-related-query input").first.fill("1811.06965")
+    page.locator("#dmlqa-related-go").click()
+    table = page.locator("#dmlqa-related-results table.dmlqa-related")
+    expect(table).to_be_visible()
+    expect(page.locator("#dmlqa-related-results")).to_contain_text("Related to GPipe")
+    rows = table.locator("tbody tr")
+    assert rows.count() >= 3
+    hrefs = [a.get_attribute("href") or "" for a in table.locator("a.dmlqa-related-title").all()]
+    assert hrefs and all(h.startswith("https://") for h in hrefs)
+    assert "https://arxiv.org/abs/1811.06965" not in hrefs  # the paper itself is not related to itself
+    shot(page, "related.png")
+    title = rows.first.locator("a.dmlqa-related-title").inner_text()
+    rows.first.locator("button.dmlqa-ask-about").click()
+    expect(page.locator("#dmlqa-chat .dmlqa-question").last).to_contain_text(f"What is {title} about?")
+    expect(page.locator("#dmlqa-chat .dmlqa-answer:has(.dmlqa-meta)").last).to_be_visible()
+
+
+def test_status_tab(page: Page) -> None:
+    page.get_by_role("tab", name="Status").click()
+    status = page.locator("#dmlqa-status")
+    expect(status).to_contain_text("documents with full text")
+    status.locator("summary").click()
+    expect(status).to_contain_text("HTTP 404 <b>not found</b>")
+    shot(page, "status.png")

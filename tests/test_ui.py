@@ -1,0 +1,390 @@
+"""The chat app without a browser: formatting, links, filters, examples, and the service over a real index."""
+
+from __future__ import annotations
+
+import re
+import socket
+import threading
+from pathlib import Path
+
+import pytest
+from fake_openai import FakeOpenAI, Reply
+from test_index_search import build_index
+
+from dmlqa.answer import Asker
+from dmlqa.errors import IndexMissingError
+from dmlqa.index import DocRecord
+from dmlqa.llm import LLMBackend, LLMConfig
+from dmlqa.models import Answer, Citation
+from dmlqa.search import Filters, Searcher
+from dmlqa.settings import load_settings
+from dmlqa.ui import (
+    ChatService,
+    answer_html,
+    describe_filters,
+    example_candidates,
+    exposure_warning,
+    facets,
+    follow_up_query,
+    friendly_error,
+    make_filters,
+    question_html,
+    related_html,
+    safe_url,
+    source_href,
+    status_html,
+    text_with_links,
+    ui_password,
+    year_choices,
+)
+
+EVIL = '<img src=x onerror=alert(1)>'
+
+
+def doc(doc_id: str, title: str, *, kind: str = "paper", topics: tuple[str, ...] = (), year: int | None = 2020,
+        is_card: bool = False, n_chunks: int = 3, content_type: str = "pdf", source_url: str = "") -> DocRecord:
+    return DocRecord(doc_id, f"https://example.org/{doc_id}", source_url, title, kind, content_type, (), None, year,
+                     topics, is_card, n_chunks, 0)
+
+
+def cite(n: int, **kw) -> Citation:  # noqa: ANN003
+    base = {"url": "https://arxiv.org/abs/1910.02054", "title": "ZeRO", "page": 3, "quote": "ZeRO partitions states.",
+            "doc_id": "arxiv:1910.02054", "venue": "SC", "year": 2020}
+    base.update(kw)
+    return Citation(n=n, **base)
+
+
+# -- links and escaping ----------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("url", ["javascript:alert(1)", "data:text/html,<b>x</b>", "file:///etc/passwd", "http://",
+                                 "https://exa mple.org/", "//evil.example/x", "", None, "local:notes.md",
+                                 "JaVaScRiPt:alert(1)", "https://x.org/\nhttps://y"])
+def test_only_http_links(url: str | None) -> None:
+    assert safe_url(url) is None
+
+
+def test_pdf_citations_open_at_the_page() -> None:
+    assert safe_url("https://arxiv.org/abs/1") == "https://arxiv.org/abs/1"
+    # the canonical URL is the landing page; the PDF the passage came from takes #page=N
+    assert source_href("https://arxiv.org/abs/1910.02054", 3, source_url="https://arxiv.org/pdf/1910.02054",
+                       content_type="pdf") == "https://arxiv.org/pdf/1910.02054#page=3"
+    assert source_href("https://x.org/a.pdf#frag", 2, content_type="pdf") == "https://x.org/a.pdf#page=2"
+    assert source_href("https://x.org/page", 2, content_type="html") == "https://x.org/page"
+    assert source_href("https://x.org/page", None, content_type="pdf") == "https://x.org/page"
+    assert source_href("javascript:alert(1)", 2, source_url="javascript:x", content_type="pdf") is None
+
+
+def test_markers_become_links_and_text_is_escaped() -> None:
+    cites = [cite(1), cite(2, url="https://github.com/horovod/horovod", title="Horovod", page=None)]
+    hrefs = {1: "https://arxiv.org/pdf/1910.02054#page=3", 2: "https://github.com/horovod/horovod"}
+    out = text_with_links(f"ZeRO shards {EVIL} states [1]. Horovod uses ring-allreduce [2][9].", cites, hrefs)
+    assert "<img" not in out and "&lt;img src=x onerror=alert(1)&gt;" in out
+    assert re.search(r'<a href="https://arxiv.org/pdf/1910.02054#page=3"[^>]*class="dmlqa-cite"[^>]*>\[1\]</a>', out)
+    assert 'href="https://github.com/horovod/horovod"' in out
+    assert out.endswith("[9].")  # a marker naming no citation stays text
+
+
+def test_answer_html_shows_sources_backend_and_notices() -> None:
+    evil = cite(1, title=f"Evil {EVIL} <script>alert(2)</script>", quote=f"quoted {EVIL}", url="javascript:alert(3)")
+    answer = Answer(question="q", answer="Partitioning saves memory [1]. Pipelines too [2].",
+                    citations=(evil, cite(2, page=None, venue=None, year=2019)), backend="llm:llama3.1",
+                    refused=False, seconds=1.234,
+                    notice="LLM unavailable (connection refused); showing the extractive answer",
+                    flags=("removed invented citation [9]",))
+    docs = {"arxiv:1910.02054": doc("arxiv:1910.02054", "ZeRO", source_url="https://arxiv.org/pdf/1910.02054")}
+    out = answer_html(answer, docs, extra_notice="read as a follow-up")
+    assert "\n" not in out  # one HTML block: the chat's markdown renderer leaves it alone
+    assert "<img" not in out and "<script" not in out and "javascript:" not in out
+    assert "Evil &lt;img src=x onerror=alert(1)&gt; &lt;script&gt;" in out and "quoted &lt;img" in out
+    # [1]: its canonical URL is unusable, the PDF it was read from is not; [2]: no page, so the canonical URL
+    assert 'href="https://arxiv.org/pdf/1910.02054#page=3"' in out and 'href="https://arxiv.org/abs/1910.02054"' in out
+    assert "LLM llama3.1" in out and "1.23 s" in out
+    assert "LLM unavailable" in out and "read as a follow-up" in out and "removed invented citation [9]" in out
+    assert "SC 2020 · p. 3" in out and ">Sources<" in out
+    refused = Answer(question="q", answer="The knowledge base has nothing on this.", citations=(cite(1, quote=""),),
+                     backend="extractive", refused=True)
+    out = answer_html(refused)
+    assert "Nearest sources" in out and "extractive" in out and "blockquote" not in out
+
+
+def test_question_html_escapes_and_shortens_a_huge_paste() -> None:
+    assert question_html(EVIL) == '<div class="dmlqa-question">&lt;img src=x onerror=alert(1)&gt;</div>'
+    out = question_html("zero " * 10_000)
+    assert len(out) < 1000 and "50,000 characters in all" in out
+
+
+# -- filters and follow-ups -------------------------------------------------------------------------------
+
+
+def test_make_filters() -> None:
+    f, note = make_filters(["paper", "Repo", "bogus"], 2023, 2019.0, ["Pipeline Parallelism", " "])
+    assert f == Filters(kinds=("paper", "repo"), since=2019, until=2023, topics=("Pipeline Parallelism",))
+    assert note and "bogus" in note and "reversed" in note
+    assert describe_filters(f) == "kind paper, repo · 2019–2023 · topic Pipeline Parallelism"
+    f, note = make_filters(None, 0, None, None)  # an empty number box sends 0
+    assert f == Filters() and not f.active() and note is None
+    f, note = make_filters([], 20201, "x", [])
+    assert f.since is None and f.until is None and "20201" in note and "x" in note
+    assert describe_filters(Filters(since=2020)) == "2020–…"
+    f, note = make_filters([], "any", "2021", [])  # what the year dropdowns send
+    assert f == Filters(until=2021) and note is None
+
+
+def test_follow_up_query() -> None:
+    prev = ["How does ZeRO partition optimizer states?"]
+    assert follow_up_query("What about its stage 3?", prev) == f"{prev[0]} What about its stage 3?"
+    assert follow_up_query("and the communication cost", prev).endswith("and the communication cost")
+    assert follow_up_query("What is pipeline parallelism in GPipe?", prev) is None  # stands alone
+    assert follow_up_query("What about it?", []) is None
+    assert follow_up_query("why is it " + "very " * 20 + "slow", prev) is None  # long: read alone
+
+
+# -- facets, examples, related, status -------------------------------------------------------------------
+
+DOCS = [
+    doc("a", "GPipe: Efficient Training of Giant Neural Networks", topics=("Papers", "Pipeline Parallelism")),
+    doc("b", "PipeDream: Fast and Efficient Pipeline Parallel DNN Training", topics=("Papers", "Pipeline Parallelism"),
+        year=2019),
+    doc("c", "Horovod", kind="repo", topics=("Frameworks",), year=None, content_type="markdown"),
+    doc("d", "Some card: with a colon", kind="article", topics=("Tensor Movement",), is_card=True),
+    doc("e", "Megatron-LM: Training Multi-Billion Parameter Language Models", topics=("Tensor Movement",), year=2021),
+    doc("f", "Ray docs", kind="docs", topics=("Ray Train documentation",), year=2023),
+    doc("g", "Ray docs 2", kind="docs", topics=("Ray Train documentation",), year=2023),
+]
+
+
+def test_facets() -> None:
+    f = facets(DOCS)
+    assert f.kinds == ("paper", "repo", "docs", "article")
+    assert f.topics[:3] == ("Papers", "Pipeline Parallelism", "Ray Train documentation")
+    assert f.years == (2019, 2023)
+    assert year_choices(f) == ["any", "2023", "2022", "2021", "2020", "2019"] and year_choices(facets([])) == ["any"]
+
+
+def test_example_candidates_come_from_the_index() -> None:
+    qs = example_candidates(DOCS)
+    assert qs[:2] == ["How does GPipe work?", "What is pipeline parallelism?"]
+    assert "How does Megatron-LM work?" in qs
+    assert "How does GPipe work?" in qs and "How does PipeDream work?" in qs
+    assert not any("card" in q.lower() or "Papers" in q or "documentation" in q or "Tensor" in q for q in qs)
+
+
+def test_related_html_escapes_and_offers_ask() -> None:
+    rows = [{"doc_id": "x", "title": f"T {EVIL}", "url": "https://arxiv.org/abs/1", "year": 2020, "venue": "ICML",
+             "kind": "paper", "reason": f"because {EVIL}"},
+            {"doc_id": "y", "title": "No link", "url": "javascript:alert(1)", "year": None, "venue": None,
+             "kind": "repo", "reason": ""}]
+    out = related_html(rows, "arXiv id 9999.99999 is not in the index", target={"title": "ZeRO <b>",
+                                                                               "url": "https://arxiv.org/abs/2"})
+    assert "<img" not in out and "javascript:" not in out and "ZeRO &lt;b&gt;" in out
+    assert out.count('class="dmlqa-ask-about" data-row=') == 2 and "ICML 2020" in out
+    assert 'href="https://arxiv.org/abs/1"' in out and "not in the index" in out
+    assert "No related documents" in related_html([])
+
+
+def test_status_html() -> None:
+    st = {"index_version": "v1", "built_at": "2026-11-20T10:00:00+00:00", "documents": 3, "cards": 1, "chunks": 9,
+          "resources": 4, "model": "m", "encoder": "onnx-int8",
+          "failed": [{"url": "https://dead.example/x", "stage": "fetch", "error": f"HTTP 404 {EVIL}"}]}
+    out = status_html(st)
+    assert "v1" in out and ">9<" in out and "<details" in out and "1 resource(s) failed" in out
+    assert "<img" not in out and 'href="https://dead.example/x"' in out
+    assert "dmlqa build" in status_html(None, "no index")
+
+
+def test_binding_warning_and_password() -> None:
+    assert exposure_warning("127.0.0.1", password=False) is None
+    assert exposure_warning("::1", password=False) is None and exposure_warning("localhost", password=False) is None
+    msg = exposure_warning("0.0.0.0", password=False)
+    assert msg and "anyone" in msg and "DMLQA_UI_PASSWORD" in msg
+    assert "DMLQA_UI_PASSWORD" not in exposure_warning("192.168.1.5", password=True)
+    settings = load_settings("/nonexistent-home", env={})
+    assert ui_password(settings, {"DMLQA_UI_PASSWORD": "s3cret"}) == "s3cret" and ui_password(settings, {}) is None
+
+
+def test_friendly_error_never_shows_a_traceback() -> None:
+    assert "dmlqa build" in friendly_error(IndexMissingError("x"))
+    assert "replaced" in friendly_error(OSError("gone"))
+    msg = friendly_error(KeyError("boom"))
+    assert "KeyError" in msg and "Traceback" not in msg and "boom" not in msg
+
+
+# -- the service over a real small index ------------------------------------------------------------------
+
+
+@pytest.fixture(scope="module")
+def home(tmp_path_factory: pytest.TempPathFactory, encoder) -> Path:  # noqa: ANN001
+    h = tmp_path_factory.mktemp("ui-home")
+    build_index(h, encoder)
+    return h
+
+
+@pytest.fixture(scope="module")
+def service(home: Path) -> ChatService:
+    return ChatService(load_settings(home))
+
+
+def test_service_answers_with_links_and_filters(service: ChatService) -> None:
+    parts = list(service.stream_html("How does ZeRO partition optimizer states?", Filters()))
+    final = parts[-1]
+    assert 'class="dmlqa-cite"' in final and 'href="https://arxiv.org/abs/1910.02054#page=' in final
+    assert "extractive" in final
+    repo_only = list(service.stream_html("distributed training framework", Filters(kinds=("repo",))))[-1]
+    assert "github.com/horovod/horovod" in repo_only and "arxiv.org" not in repo_only
+    assert "documents with full text" in service.status()
+    f = service.facets()
+    assert "Pipeline Parallelism" in f.topics and f.kinds == ("paper", "repo", "docs")
+
+
+def test_huge_paste_and_markup_get_messages(service: ChatService) -> None:
+    final = list(service.stream_html("ZeRO partitions optimizer states " * 2000, Filters()))[-1]
+    assert "characters long" in final and "Traceback" not in final
+    final = list(service.stream_html(EVIL, Filters()))[-1]
+    assert "<img" not in final and "The knowledge base has nothing on this" in final
+
+
+def test_examples_are_answerable(service: ChatService) -> None:
+    examples = service.examples()
+    assert examples and "How does GPipe work?" in examples
+    for q in examples:
+        assert not service.asker.ask(q).refused
+
+
+def test_related_rows(service: ChatService) -> None:
+    rows, out = service.related_rows("1910.02054")
+    assert rows and all(r["doc_id"] != "arxiv:1910.02054" for r in rows)
+    assert "Related to" in out and "ZeRO: Memory Optimizations" in out
+
+
+def test_no_index_gives_messages_not_errors(tmp_path: Path) -> None:
+    s = ChatService(load_settings(tmp_path))
+    assert s.examples() == [] and s.facets().kinds == ()
+    out = list(s.stream_html("what is zero?", Filters()))
+    assert len(out) == 1 and "dmlqa build" in out[0] and "Traceback" not in out[0]
+    assert "dmlqa build" in s.status()
+
+
+def _free_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return sock.getsockname()[1]
+
+
+def test_llm_answer_streams_and_a_dead_endpoint_falls_back(home: Path) -> None:
+    settings = load_settings(home)
+    with FakeOpenAI() as server:
+        server.queue(Reply(text="ZeRO partitions optimizer states across data-parallel ranks [1]."))
+        llm = LLMBackend(LLMConfig(base_url=server.url, model="fake-model", timeout=2.0))
+        parts = list(ChatService(settings, Asker(Searcher(settings), llm)).stream_html("How does ZeRO save memory?",
+                                                                                          Filters()))
+    assert len(parts) > 3 and "▍" in parts[1] and "dmlqa-streaming" in parts[1]
+    assert "LLM fake-model" in parts[-1] and 'class="dmlqa-cite"' in parts[-1]
+    dead = LLMBackend(LLMConfig(base_url=f"http://127.0.0.1:{_free_port()}/v1", model="m", timeout=2.0))
+    final = list(ChatService(settings, Asker(Searcher(settings), dead)).stream_html("How does ZeRO save memory?",
+                                                                                     Filters()))[-1]
+    assert "LLM unavailable" in final and "Answered by <span class=\"dmlqa-backend\">extractive" in final
+
+
+def test_new_index_version_is_picked_up_without_dropping_a_request(tmp_path: Path, encoder) -> None:  # noqa: ANN001
+    first = build_index(tmp_path, encoder)
+    settings = load_settings(tmp_path)
+    gate = threading.Event()
+    with FakeOpenAI() as server:
+        server.queue(Reply(text="Horovod uses ring-allreduce [1].", gate=gate, gate_after=1))
+        llm = LLMBackend(LLMConfig(base_url=server.url, model="fake-model", timeout=10.0))
+        service = ChatService(settings, Asker(Searcher(settings), llm))
+        assert first in service.status()
+        stream = service.stream_html("What does Horovod use?", Filters())
+        assert "dmlqa-streaming" in next(stream)  # in flight: retrieval done on the first version
+        second = build_index(tmp_path, encoder, extra="Horovod also supports elastic training with horovodrun.")
+        gate.set()
+        final = list(stream)[-1]
+    assert "github.com/horovod/horovod" in final and "LLM fake-model" in final
+    assert second != first and second in service.status()
+    answer = service.answer("Does Horovod support elastic training?", Filters(), use_llm=False)
+    assert any("elastic" in h.text for h in answer.retrieved)
+
+
+def test_http_api_answers_over_the_running_app(service: ChatService) -> None:
+    """The Blocks app builds, serves on 127.0.0.1 and answers through its ``/ask`` HTTP endpoint."""
+    import httpx
+
+    from dmlqa.ui import build_app
+
+    demo = build_app(service)
+    port = _free_port()
+    demo.launch(server_name="127.0.0.1", server_port=port, prevent_thread_lock=True, quiet=True, share=False,
+                ssr_mode=False, mcp_server=False)
+    try:
+        base = f"http://127.0.0.1:{port}/gradio_api/call/ask"
+        results = {}
+        for question in ("What does GPipe split a mini-batch into?", "   "):
+            event = httpx.post(base, json={"data": [question, ["paper"], None, None, None, False]}, timeout=30)
+            event_id = event.json()["event_id"]
+            body = httpx.get(f"{base}/{event_id}", timeout=30).text
+            assert "event: complete" in body, body
+            results[question] = body
+        assert "https://arxiv.org/abs/1811.06965" in results["What does GPipe split a mini-batch into?"]
+        assert '"error": "empty question"' in results["   "]
+    finally:
+        demo.close()
+
+
+class CountingEncoder:
+    key = "fake@1/onnx-int8"
+    dim = 3
+
+    def __init__(self) -> None:
+        self.calls: list[tuple[list[str], int]] = []
+
+    def encode(self, texts, *, batch_size: int = 32):  # noqa: ANN001, ANN201
+        import numpy as np
+
+        self.calls.append((list(texts), batch_size))
+        return np.array([[len(t), 1.0, 0.0] for t in texts], dtype=np.float32).reshape(len(texts), 3)
+
+
+def test_cached_encoder_remembers_vectors() -> None:
+    from dmlqa.ui import CachedEncoder
+
+    inner = CountingEncoder()
+    enc = CachedEncoder(inner, max_items=3)
+    first = enc.encode(["a", "bb", "a"], batch_size=64)
+    assert first.shape == (3, 3) and first[0][0] == first[2][0] == 1 and first[1][0] == 2
+    assert inner.calls == [(["a", "bb"], 16)]  # each text once, in batches of at most 16
+    again = enc.encode(["bb", "ccc"])
+    assert inner.calls[-1][0] == ["ccc"] and again[0][0] == 2 and again[1][0] == 3
+    enc.encode(["dddd"])  # over max_items: the least recently used ("a") is forgotten
+    enc.encode(["a"])
+    assert inner.calls[-1][0] == ["a"] and enc.key == "fake@1/onnx-int8" and enc.dim == 3
+    assert enc.encode([]).shape == (0, 3)
+
+
+def test_service_uses_one_caching_asker(service: ChatService) -> None:
+    from dmlqa.ui import CachedEncoder
+
+    assert service.asker is service.asker
+    service.answer("What does GPipe split a mini-batch into?", Filters(), use_llm=False)
+    enc = service.asker.searcher.encoder_for(service.asker.searcher.version)
+    assert isinstance(enc, CachedEncoder) and enc.misses > 0
+    hits = enc.hits
+    service.answer("What does GPipe split a mini-batch into?", Filters(), use_llm=False)
+    assert enc.hits > hits
+
+
+def test_prewarm_makes_answers_hit_the_cache(home: Path) -> None:
+    from dmlqa.ui import candidate_sentences
+
+    service = ChatService(load_settings(home))
+    assert service.health()["ready"] is False
+    version = service.asker.searcher.version
+    sentences = candidate_sentences(version)
+    assert sentences and len(sentences) == len(set(sentences))
+    assert service.prewarm() == len(sentences)
+    h = service.health()
+    assert h["ready"] and h["index_version"] == version.name and h["embedded"] == h["sentences"] == len(sentences)
+    enc = service.asker.searcher.encoder_for(version)
+    misses = enc.misses
+    service.answer("What does GPipe split a mini-batch into?", Filters(), use_llm=False)
+    assert enc.misses == misses + 1  # only the question itself was embedded
