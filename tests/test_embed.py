@@ -62,3 +62,31 @@ def test_bad_configuration_is_explained(tmp_path: Path) -> None:
     empty.mkdir()
     with pytest.raises(EncoderError, match="tokenizer.json"):
         load_encoder(str(empty), "onnx-int8", tmp_path)
+
+
+def test_cached_encoder_persists_vectors_across_restarts(tmp_path: Path, encoder) -> None:  # noqa: ANN001
+    from dmlqa.embed import CachedEncoder
+
+    class Counting:
+        key, dim, max_tokens = encoder.key, encoder.dim, encoder.max_tokens
+
+        def __init__(self) -> None:
+            self.seen: list[str] = []
+
+        def encode(self, texts, *, batch_size: int = 32):  # noqa: ANN001, ANN202
+            self.seen.extend(texts)
+            return encoder.encode(texts, batch_size=batch_size)
+
+    first_inner = Counting()
+    first = CachedEncoder(first_inner, store=EmbeddingCache(tmp_path / "e.sqlite"))
+    v1 = first.encode(TEXTS)
+    first.encode(["a user question"], persist=False)
+    assert first_inner.seen == TEXTS + ["a user question"]
+    # A new process: empty memory, same store. Stored sentences are not embedded again,
+    # and the question that was not to be persisted is not in the store.
+    second_inner = Counting()
+    second = CachedEncoder(second_inner, store=EmbeddingCache(tmp_path / "e.sqlite"))
+    assert np.allclose(second.encode(TEXTS), v1)
+    assert second_inner.seen == []
+    second.encode(["a user question"])
+    assert second_inner.seen == ["a user question"]

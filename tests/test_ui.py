@@ -346,7 +346,7 @@ class CountingEncoder:
 
 
 def test_cached_encoder_remembers_vectors() -> None:
-    from dmlqa.ui import CachedEncoder
+    from dmlqa.embed import CachedEncoder
 
     inner = CountingEncoder()
     enc = CachedEncoder(inner, max_items=3)
@@ -362,7 +362,7 @@ def test_cached_encoder_remembers_vectors() -> None:
 
 
 def test_service_uses_one_caching_asker(service: ChatService) -> None:
-    from dmlqa.ui import CachedEncoder
+    from dmlqa.embed import CachedEncoder
 
     assert service.asker is service.asker
     service.answer("What does GPipe split a mini-batch into?", Filters(), use_llm=False)

@@ -218,7 +218,7 @@ def extractive_answer(
     qvec = encoder.encode([question])[0]
     terms = set(tokenize(question))
     chosen, best = select_sentences(
-        qvec, terms, hits, lambda xs: encoder.encode(xs, batch_size=64), max_sentences=options.max_sentences
+        qvec, terms, hits, lambda xs: encoder.encode(xs, batch_size=16), max_sentences=options.max_sentences
     )
     absent = missing_terms(searcher, question)
     if not chosen or best < MIN_EVIDENCE or absent:

@@ -9,6 +9,7 @@ old one.
 
 from __future__ import annotations
 
+import sqlite3
 import threading
 from collections.abc import Sequence
 from dataclasses import dataclass, field
@@ -17,7 +18,7 @@ from urllib.parse import urlsplit
 
 import numpy as np
 
-from dmlqa.embed import Encoder, load_encoder
+from dmlqa.embed import CachedEncoder, EmbeddingCache, Encoder, load_encoder
 from dmlqa.index import IndexVersion, current_version, open_current
 from dmlqa.models import Hit
 from dmlqa.settings import Settings
@@ -96,7 +97,8 @@ class Searcher:
         self.settings = settings
         self._lock = threading.Lock()
         self._version: IndexVersion | None = None
-        self._encoders: dict[str, Encoder] = {}
+        self._encoders: dict[str, CachedEncoder] = {}
+        self._store: EmbeddingCache | None = None
 
     # -- version following ------------------------------------------------------------------
     @property
@@ -108,24 +110,33 @@ class Searcher:
                 self._version = open_current(self.settings.index_dir)
             return self._version
 
-    def encoder_for(self, version: IndexVersion) -> Encoder:
-        """The encoder that built ``version``: queries must use the same one."""
+    def encoder_for(self, version: IndexVersion) -> CachedEncoder:
+        """The encoder that built ``version`` (queries must use the same one), remembering vectors.
+
+        Vectors of passages' sentences are kept in the home's embedding cache, so an app's
+        warm-up and a CLI's answers survive restarts; a store that cannot be opened only costs speed.
+        """
         meta = version.meta
         key = meta["encoder_key"]
         with self._lock:
             if key not in self._encoders:
-                enc = load_encoder(meta["model"], meta["encoder"], self.settings.encoders_dir)
+                enc: Encoder = load_encoder(meta["model"], meta["encoder"], self.settings.encoders_dir)
                 if enc.key != key:
                     raise RuntimeError(
                         f"the index was built with encoder {key} but {enc.key} is installed now; "
                         "rebuild the index (`dmlqa build`)"
                     )
-                self._encoders[key] = enc
+                if self._store is None:
+                    try:
+                        self._store = EmbeddingCache(self.settings.index_dir / "cache" / "embeddings.sqlite")
+                    except (OSError, sqlite3.Error):
+                        self._store = None
+                self._encoders[key] = CachedEncoder(enc, store=self._store)
             return self._encoders[key]
 
     def embed_query(self, query: str, version: IndexVersion | None = None) -> np.ndarray:
         version = version or self.version
-        return self.encoder_for(version).encode([query])[0]
+        return self.encoder_for(version).encode([query], persist=False)[0]
 
     # -- retrieval ---------------------------------------------------------------------------
     def dense_ranking(

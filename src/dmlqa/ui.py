@@ -21,22 +21,20 @@ import re
 import sqlite3
 import threading
 import time
-from collections import Counter, OrderedDict
+from collections import Counter
 from collections.abc import Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from ipaddress import ip_address
 from typing import TYPE_CHECKING, Any
 from urllib.parse import urlsplit, urlunsplit
 
-import numpy as np
-
+from dmlqa.embed import CachedEncoder
 from dmlqa.errors import DmlqaError, IndexMissingError
 from dmlqa.models import KINDS, Answer, Citation
 from dmlqa.search import Filters, Searcher
 
 if TYPE_CHECKING:
     from dmlqa.answer import Asker
-    from dmlqa.embed import Encoder
     from dmlqa.index import DocRecord, IndexVersion
     from dmlqa.related import RelatedResult
     from dmlqa.settings import Settings
@@ -56,16 +54,11 @@ YEAR_RANGE = (1950, 2100)
 #: How many example questions the empty chat offers, and how many candidates are tried for them.
 N_EXAMPLES = 4
 MAX_EXAMPLE_TRIES = 10
-#: Sentence and question vectors the app keeps in memory (~1.6 KB each at 384 dimensions: ~80 MB).
-VECTOR_CACHE_ITEMS = 50_000
 #: Sentences embedded per step of the background pre-warm (the encoder's lock is released in between,
 #: so questions wait at most one step).
 PREWARM_STEP = 32
 #: How often the background thread looks for a newly published index version (seconds).
 WATCH_EVERY = 30.0
-#: Texts embedded per ONNX run. The extractive answerer asks for 64, which pads every candidate sentence
-#: to the longest one; 16 was ~35% faster on the snapshot's candidate sentences (2 cores).
-ENCODE_BATCH = 16
 #: Gradio events of one kind that may run at once (answering is CPU-bound and serialised by the
 #: encoder's lock anyway; LLM answers mostly wait on the network, so several may stream together).
 CONCURRENCY = 8
@@ -509,48 +502,6 @@ def ui_password(settings: Settings, env: Mapping[str, str]) -> str | None:
 # -- the service behind the app -----------------------------------------------------------------------
 
 
-class CachedEncoder:
-    """An encoder that remembers the vectors of the texts it has embedded (bounded, least recently used first).
-
-    The extractive answerer embeds the candidate sentences of the retrieved passages for every
-    question (~0.1–0.5 s on 2 cores, most of an answer's time); passages come back for related,
-    repeated and follow-up questions, and a vector depends on the text alone.
-    """
-
-    def __init__(self, inner: Encoder, max_items: int = VECTOR_CACHE_ITEMS) -> None:
-        self.inner = inner
-        self.max_items = max_items
-        self._vectors: OrderedDict[str, np.ndarray] = OrderedDict()
-        self._lock = threading.Lock()
-        self.hits = 0
-        self.misses = 0
-
-    def __getattr__(self, name: str) -> Any:  # key, dim, max_tokens… of the wrapped encoder
-        return getattr(self.inner, name)
-
-    def encode(self, texts: Sequence[str], *, batch_size: int = 32) -> np.ndarray:
-        texts = list(texts)
-        with self._lock:
-            found = {t: self._vectors[t] for t in dict.fromkeys(texts) if t in self._vectors}
-            for t in found:
-                self._vectors.move_to_end(t)
-        missing = [t for t in dict.fromkeys(texts) if t not in found]
-        if missing:
-            vecs = self.inner.encode(missing, batch_size=min(batch_size, ENCODE_BATCH))
-            fresh = dict(zip(missing, vecs, strict=True))
-            with self._lock:
-                self._vectors.update(fresh)
-                while len(self._vectors) > self.max_items:
-                    self._vectors.popitem(last=False)
-            found.update(fresh)
-        with self._lock:
-            self.hits += len(texts) - len(missing)
-            self.misses += len(missing)
-        if not texts:
-            return self.inner.encode([], batch_size=batch_size)
-        return np.stack([found[t] for t in texts]).astype(np.float32, copy=False)
-
-
 def candidate_sentences(version: IndexVersion, block: int = 2000) -> list[str]:
     """The distinct sentences the extractive answerer may quote from ``version`` (full-text documents)."""
     from dmlqa.answer import sentences_of
@@ -567,24 +518,6 @@ def candidate_sentences(version: IndexVersion, block: int = 2000) -> list[str]:
                 if 30 <= len(s) <= 500:  # the answerer's own length bounds for a quotable sentence
                     out.setdefault(s, None)
     return list(out)
-
-
-class CachingSearcher(Searcher):
-    """A :class:`Searcher` whose encoders remember vectors (see :class:`CachedEncoder`)."""
-
-    def __init__(self, settings: Settings, *, max_items: int = VECTOR_CACHE_ITEMS) -> None:
-        super().__init__(settings)
-        self._max_items = max_items
-        self._cached: dict[str, CachedEncoder] = {}
-        self._cached_lock = threading.Lock()
-
-    def encoder_for(self, version: IndexVersion) -> CachedEncoder:  # type: ignore[override]
-        inner = super().encoder_for(version)
-        with self._cached_lock:
-            wrapped = self._cached.get(inner.key)
-            if wrapped is None or wrapped.inner is not inner:
-                wrapped = self._cached[inner.key] = CachedEncoder(inner, self._max_items)
-            return wrapped
 
 
 def friendly_error(exc: BaseException) -> str:
@@ -621,7 +554,7 @@ class ChatService:
                 from dmlqa.llm import LLMBackend, LLMConfig
 
                 config = LLMConfig.from_settings(self.settings)
-                self._asker = Asker(CachingSearcher(self.settings), LLMBackend(config) if config else None)
+                self._asker = Asker(Searcher(self.settings), LLMBackend(config) if config else None)
             return self._asker
 
     def docs(self) -> Mapping[str, DocRecord] | None:
