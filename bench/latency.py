@@ -38,22 +38,36 @@ def main() -> None:
     ap.add_argument("--questions", type=Path, default=ROOT.parent / "shared" / "eval" / "dev.jsonl")
     args = ap.parse_args()
     qs = read_questions(args.questions.read_text().splitlines(), str(args.questions))
-    searcher = Searcher(load_settings(args.home))
-    asker = Asker(searcher)
-    asker.ask("warm up: how does zero partition optimizer states", AskOptions(use_llm=False))
-    version = searcher.version
-    doc_urls = [d.url for d in version.docs.values() if not d.is_card][:40]
-    related(searcher, doc_urls[0])  # builds the document vectors once per version
+    settings = load_settings(args.home)
     texts = [q.question for q in qs]
-    result = {
-        "index": {"chunks": version.size, "documents": len(version.docs)},
-        "search_k10": timed(lambda q: searcher.search(q, SearchOptions(k=10)), texts),
-        "search_k10_per_doc": timed(lambda q: searcher.search(q, SearchOptions(k=10, per_doc=True)), texts),
-        "ask_extractive": timed(lambda q: asker.ask(q, AskOptions(use_llm=False)), texts),
-        "related_by_url": timed(lambda u: related(searcher, u, k=10), doc_urls),
-        "related_free_text": timed(lambda q: related(searcher, q, k=10), texts[:30]),
-        "eval": {},
-    }
+
+    def fresh(store: bool = True) -> tuple[Searcher, Asker]:
+        """A new process's state: nothing in memory (queries are never in the store)."""
+        searcher = Searcher(settings, vector_store=store)
+        searcher.search("warm up: load the model and the index")
+        return searcher, Asker(searcher)
+
+    searcher, _ = fresh()
+    version = searcher.version
+    result: dict = {"index": {"chunks": version.size, "documents": len(version.docs)}}
+    result["search_k10"] = timed(lambda q: searcher.search(q, SearchOptions(k=10)), texts)
+    searcher, _ = fresh()
+    result["search_k10_per_doc"] = timed(lambda q: searcher.search(q, SearchOptions(k=10, per_doc=True)), texts)
+    _, asker = fresh(store=False)
+    result["ask_extractive_cold"] = timed(lambda q: asker.ask(q, AskOptions(use_llm=False)), texts)
+    _, asker = fresh()
+    for q in texts:  # fill the home's vector store, as a first run or the app's warm-up does
+        asker.ask(q, AskOptions(use_llm=False))
+    _, asker = fresh()
+    result["ask_extractive_warm_store"] = timed(lambda q: asker.ask(q, AskOptions(use_llm=False)), texts)
+    searcher, asker = fresh()
+    doc_urls = [d.url for d in version.docs.values() if not d.is_card][:40]
+    t0 = time.perf_counter()
+    related(searcher, doc_urls[0])
+    result["related_document_vectors_s"] = round(time.perf_counter() - t0, 3)  # once per version
+    result["related_by_url"] = timed(lambda u: related(searcher, u, k=10), doc_urls)
+    result["related_free_text"] = timed(lambda q: related(searcher, q, k=10), texts[:30])
+    result["eval"] = {}
     for mode in ("bm25", "dense", "hybrid"):
         answers = [asker.ask(q.question, AskOptions(use_llm=False, mode=mode)) for q in qs]
         result["eval"][mode] = score_answers(qs, answers)

@@ -93,8 +93,9 @@ def allowed_docs(version: IndexVersion, filters: Filters) -> set[str] | None:
 class Searcher:
     """Loads the encoder and the current index version once; answers many queries."""
 
-    def __init__(self, settings: Settings) -> None:
+    def __init__(self, settings: Settings, *, vector_store: bool = True) -> None:
         self.settings = settings
+        self._use_store = vector_store
         self._lock = threading.Lock()
         self._version: IndexVersion | None = None
         self._encoders: dict[str, CachedEncoder] = {}
@@ -126,7 +127,7 @@ class Searcher:
                         f"the index was built with encoder {key} but {enc.key} is installed now; "
                         "rebuild the index (`dmlqa build`)"
                     )
-                if self._store is None:
+                if self._store is None and self._use_store:
                     try:
                         self._store = EmbeddingCache(self.settings.index_dir / "cache" / "embeddings.sqlite")
                     except (OSError, sqlite3.Error):
