@@ -102,6 +102,8 @@ class BuildOptions:
     refresh_lists: bool = False
     #: who started the run, as the run history records it: "build" or "schedule"
     trigger: str = "build"
+    #: "local" (this process) or "ray" (fetch, extract, chunk and embed on a Ray cluster: dmlqa.executor_ray)
+    executor: str = "local"
 
 
 @contextmanager
@@ -323,75 +325,88 @@ def run_build(
             resources = read_catalog(settings.catalog_path)
         report.resources = len(resources)
 
-        with _timed(report, "fetch"):
-            advance = progress.start("fetch", len(resources))
-            fetched, stats = asyncio.run(_fetch_all(resources, settings, options, advance)) if resources else ([], {})
-            progress.done("fetch")
-        report.from_archive = sum(
-            1 for f in fetched if f.resolved is not None and f.resolved.document.from_archive
-        )
-        report.not_modified = sum(
-            1 for f in fetched if f.resolved is not None and f.resolved.document.not_modified
-        )
-        report.fetched = sum(
-            1 for f in fetched if f.resolved is not None and not f.resolved.document.from_archive
-            and not f.resolved.document.not_modified
-        )
+        if options.executor == "ray":
+            from dmlqa.executor_ray import run_stages
 
-        with DocStore(settings.corpus_dir / "documents.sqlite") as store, _timed(report, "extract"):
-            advance = progress.start("extract", len(fetched))
-            docs: list[Document] = []
-            for item in fetched:
-                docs.append(_extract_one(item, store, report))
-                advance(1)
-            docs.extend(_local_documents(settings, store, report))
-            progress.done("extract")
-            # Keep only what the catalog and corpus/local still name; store fresh full texts.
-            keep = {d.doc_id for d in docs}
-            gone = sorted(store.ids() - keep)
-            store.delete(gone)
-            report.removed = gone
-            store.put_many(d for d in docs if not d.is_card)
+            staged = run_stages(settings, options, resources, report, progress)
+            docs, chunks, vectors, encoder_key = staged.documents, staged.chunks, staged.vectors, staged.encoder_key
+            report.changes = diff_documents(previous, new_documents(docs, chunks))
+            stats = staged.fetch_stats
+        elif options.executor != "local":
+            raise DmlqaError(f"unknown executor {options.executor!r}: choose local or ray")
+        else:
+            with _timed(report, "fetch"):
+                advance = progress.start("fetch", len(resources))
+                fetched, stats = (
+                    asyncio.run(_fetch_all(resources, settings, options, advance)) if resources else ([], {})
+                )
+                progress.done("fetch")
+            report.from_archive = sum(
+                1 for f in fetched if f.resolved is not None and f.resolved.document.from_archive
+            )
+            report.not_modified = sum(
+                1 for f in fetched if f.resolved is not None and f.resolved.document.not_modified
+            )
+            report.fetched = sum(
+                1 for f in fetched if f.resolved is not None and not f.resolved.document.from_archive
+                and not f.resolved.document.not_modified
+            )
 
-        report.documents = sum(1 for d in docs if not d.is_card)
-        report.cards = sum(1 for d in docs if d.is_card)
+            with DocStore(settings.corpus_dir / "documents.sqlite") as store, _timed(report, "extract"):
+                advance = progress.start("extract", len(fetched))
+                docs: list[Document] = []
+                for item in fetched:
+                    docs.append(_extract_one(item, store, report))
+                    advance(1)
+                docs.extend(_local_documents(settings, store, report))
+                progress.done("extract")
+                # Keep only what the catalog and corpus/local still name; store fresh full texts.
+                keep = {d.doc_id for d in docs}
+                gone = sorted(store.ids() - keep)
+                store.delete(gone)
+                report.removed = gone
+                store.put_many(d for d in docs if not d.is_card)
 
-        with _timed(report, "chunk"):
-            path = model_dir(settings.model)
-            counter = TokenCounter.from_model_dir(path) if path else None
-            if counter is None:
-                raise DmlqaError(f"model {settings.model!r} has no local folder with tokenizer.json")
-            chunker = Chunker(counter, chunk_tokens=settings.chunk_tokens, overlap=settings.chunk_overlap)
-            chunks: list[Chunk] = []
-            for d in docs:
+            report.documents = sum(1 for d in docs if not d.is_card)
+            report.cards = sum(1 for d in docs if d.is_card)
+
+            with _timed(report, "chunk"):
+                path = model_dir(settings.model)
+                counter = TokenCounter.from_model_dir(path) if path else None
+                if counter is None:
+                    raise DmlqaError(f"model {settings.model!r} has no local folder with tokenizer.json")
+                chunker = Chunker(counter, chunk_tokens=settings.chunk_tokens, overlap=settings.chunk_overlap)
+                chunks: list[Chunk] = []
+                for d in docs:
+                    try:
+                        chunks.extend(chunker.chunk(d))
+                    except Exception as exc:  # noqa: BLE001
+                        log.exception("chunking failed for %s", d.url)
+                        report.failed.append(Failure(d.url, "chunk", f"unexpected error: {exc!r}"))
+            report.chunks = len(chunks)
+            report.changes = diff_documents(previous, new_documents(docs, chunks))
+
+            with _timed(report, "embed"):
+                encoder = load_encoder(settings.model, settings.encoder, settings.encoders_dir)
+                cache = EmbeddingCache(settings.index_dir / "cache" / "embeddings.sqlite")
+                titles = {d.doc_id: d.title for d in docs}
+                texts = [dense_text(titles[c.doc_id], c.section, c.text) for c in chunks]
                 try:
-                    chunks.extend(chunker.chunk(d))
-                except Exception as exc:  # noqa: BLE001
-                    log.exception("chunking failed for %s", d.url)
-                    report.failed.append(Failure(d.url, "chunk", f"unexpected error: {exc!r}"))
-        report.chunks = len(chunks)
-        report.changes = diff_documents(previous, new_documents(docs, chunks))
-
-        with _timed(report, "embed"):
-            encoder = load_encoder(settings.model, settings.encoder, settings.encoders_dir)
-            cache = EmbeddingCache(settings.index_dir / "cache" / "embeddings.sqlite")
-            titles = {d.doc_id: d.title for d in docs}
-            texts = [dense_text(titles[c.doc_id], c.section, c.text) for c in chunks]
-            try:
-                advance = progress.start("embed", len(texts))
-                result = embed_texts(texts, encoder, cache, batch_size=settings.batch_size, progress=advance)
-                progress.done("embed")
-            finally:
-                cache.close()
-        report.embedded = result.embedded
-        report.reused_embeddings = result.reused
-        vectors = result.vectors if len(texts) else np.zeros((0, encoder.dim), dtype=np.float32)
+                    advance = progress.start("embed", len(texts))
+                    result = embed_texts(texts, encoder, cache, batch_size=settings.batch_size, progress=advance)
+                    progress.done("embed")
+                finally:
+                    cache.close()
+            report.embedded = result.embedded
+            report.reused_embeddings = result.reused
+            vectors = result.vectors if len(texts) else np.zeros((0, encoder.dim), dtype=np.float32)
+            encoder_key = encoder.key
 
         with _timed(report, "index"):
             meta = {
                 "model": settings.model,
                 "encoder": settings.encoder,
-                "encoder_key": encoder.key,
+                "encoder_key": encoder_key,
                 "resources": report.resources,
                 "failed": [f.to_json() for f in report.failed],
                 "chunk_tokens": settings.chunk_tokens,
@@ -399,7 +414,8 @@ def run_build(
                 "dense_text": "title — section\\ntext",
             }
             name = write_version(
-                settings.index_dir, docs, chunks, vectors, meta, ann_threshold=settings.ann_threshold
+                settings.index_dir, docs, chunks, vectors, meta, ann_threshold=settings.ann_threshold,
+                ivfpq_threshold=settings.ivfpq_threshold,
             )
             publish(settings.index_dir, name)
             prune(settings.index_dir, settings.keep_versions)

@@ -157,17 +157,32 @@ def build(
     refresh_lists: Annotated[
         bool, typer.Option("--refresh-lists", help="Re-read the lists' upstreams into the catalog first.")
     ] = False,
+    executor: Annotated[
+        str | None,
+        typer.Option(help='Where the stages run: "local" (default) or "ray" (needs pip install "dmlqa[ray]").'),
+    ] = None,
+    ray_address: Annotated[
+        str | None,
+        typer.Option("--ray-address", help='Ray cluster to join with --executor ray ("auto": the local `ray start`).'),
+    ] = None,
     as_json: Annotated[bool, typer.Option("--json", help="Print the report as one JSON object.")] = False,
 ) -> None:
     """Download every catalog resource, extract, chunk, embed and publish a new index version."""
     from dmlqa.build import BuildOptions, run_build
     from dmlqa.progress import RichProgress
 
-    settings = _settings(home, allow_private_hosts=allow_private_hosts, model=model, encoder=encoder)
+    settings = _settings(
+        home, allow_private_hosts=allow_private_hosts, model=model, encoder=encoder,
+        executor=executor, ray_address=ray_address,
+    )
     for a in archive or []:
         if not a.is_file():
             _fail(f"archive not found: {a}")
-    options = BuildOptions(archives=tuple(archive or ()), offline=offline, refresh_lists=refresh_lists)
+    if settings.executor not in ("local", "ray"):
+        _fail(f"unknown executor {settings.executor!r}: choose local or ray")
+    options = BuildOptions(
+        archives=tuple(archive or ()), offline=offline, refresh_lists=refresh_lists, executor=settings.executor
+    )
     try:
         with RichProgress(err, enabled=err.is_terminal) as progress:
             report = run_build(settings, options, progress=progress)

@@ -76,12 +76,17 @@ def _pid_alive(pid: int) -> bool:
     return True
 
 
-def choose_index_type(n_vectors: int, ann_threshold: int) -> str:
-    """Exact inner product while it is fast enough, HNSW past ``ann_threshold`` vectors.
+def choose_index_type(n_vectors: int, ann_threshold: int, ivfpq_threshold: int | None = None) -> str:
+    """Exact inner product while it is fast enough, HNSW past ``ann_threshold`` vectors, and
+    compressed IVF-PQ past ``ivfpq_threshold`` (see :mod:`dmlqa.ann`).
 
     Measured here (bench/): a flat scan costs ~0.6 ms per query at 10k vectors, ~15 ms at 100k
     and ~140 ms at 1M; HNSW stays ~1 ms at 1M with recall ≥ 0.95 but builds slowly.
     """
+    if ivfpq_threshold is not None:
+        from dmlqa.ann import choose_index_type as by_size
+
+        return by_size(n_vectors, ann_threshold, ivfpq_threshold)
     return "hnsw" if n_vectors > ann_threshold else "flat"
 
 
@@ -89,6 +94,10 @@ def build_faiss(vectors: np.ndarray, index_type: str):  # noqa: ANN201 - faiss.I
     import faiss
 
     dim = int(vectors.shape[1])
+    if index_type == "ivfpq":
+        from dmlqa.ann import build_ivfpq
+
+        return build_ivfpq(vectors)
     if index_type == "hnsw":
         index = faiss.IndexHNSWFlat(dim, HNSW_M, faiss.METRIC_INNER_PRODUCT)
         index.hnsw.efConstruction = HNSW_EF_CONSTRUCTION
@@ -122,6 +131,7 @@ def write_version(
     meta: dict[str, Any],
     *,
     ann_threshold: int,
+    ivfpq_threshold: int | None = None,
     name: str | None = None,
 ) -> str:
     """Write a complete version folder (not yet published); return its name.
@@ -137,8 +147,9 @@ def write_version(
     tmp.mkdir()
     import faiss
 
-    index_type = choose_index_type(len(vectors), ann_threshold)
-    faiss.write_index(build_faiss(vectors, index_type), str(tmp / "dense.faiss"))
+    index_type = choose_index_type(len(vectors), ann_threshold, ivfpq_threshold)
+    dense = build_faiss(vectors, index_type)
+    faiss.write_index(dense, str(tmp / "dense.faiss"))
     # BM25 sees the same title and section context as the dense model: a passage about "it" is
     # found by the name of the thing it is about, and every name in a title is in the vocabulary.
     LexicalIndex.build([dense_text(c.title, c.section, c.text) for c in chunks]).save(tmp / "bm25")
@@ -177,6 +188,7 @@ def write_version(
         "index_type": index_type,
         "hnsw": {"M": HNSW_M, "efSearch": HNSW_EF_SEARCH} if index_type == "hnsw" else None,
         "ann_threshold": ann_threshold,
+        **({"ivfpq": _ivfpq_params(dense)} if index_type == "ivfpq" else {}),
         "dim": int(vectors.shape[1]) if vectors.ndim == 2 else 0,
         "chunks": len(chunks),
         "documents": sum(1 for d in documents if not d.is_card),
@@ -188,6 +200,12 @@ def write_version(
     os.rename(tmp, final)
     _fsync_dir(versions)
     return name
+
+
+def _ivfpq_params(index) -> dict[str, Any]:  # noqa: ANN001 - faiss.Index
+    from dmlqa.ann import params
+
+    return params(index)
 
 
 def _fsync_tree(path: Path) -> None:
@@ -312,6 +330,11 @@ class IndexVersion:
         self.dense = faiss.read_index(str(path / "dense.faiss"))
         if self.meta.get("index_type") == "hnsw":
             self.dense.hnsw.efSearch = int((self.meta.get("hnsw") or {}).get("efSearch", HNSW_EF_SEARCH))
+        elif self.meta.get("index_type") == "ivfpq":
+            from dmlqa.ann import enable_reconstruct, set_search_params
+
+            set_search_params(self.dense, self.meta.get("ivfpq") or {})
+            enable_reconstruct(self.dense)
         self.lexical = LexicalIndex.load(path / "bm25")
         self._db = sqlite3.connect(f"file:{path / 'store.sqlite'}?mode=ro", uri=True, check_same_thread=False)
         self.docs: dict[str, DocRecord] = {}
@@ -349,7 +372,7 @@ class IndexVersion:
         return [r for (r,) in self._db.execute("SELECT row FROM chunks WHERE doc_id=? ORDER BY row", (doc_id,))]
 
     def vectors(self, rows: Sequence[int]) -> np.ndarray:
-        """Stored vectors of some rows (flat and HNSW-flat indexes keep them exactly)."""
+        """Stored vectors of some rows (flat and HNSW-flat indexes keep them exactly, IVF-PQ approximately)."""
         if not rows:
             return np.zeros((0, self.dense.d), dtype=np.float32)
         return np.vstack([self.dense.reconstruct(int(r)) for r in rows]).astype(np.float32)
