@@ -292,6 +292,91 @@ def _refresh(settings: Settings, options: BuildOptions, report: BuildReport) -> 
         report.failed.append(Failure(item.upstream or item.name, "refresh", f"list {item.name}: {item.error}"))
 
 
+@dataclass
+class Staged:
+    """What the stages before the index hand to the index writer (from either executor)."""
+
+    documents: list[Document]
+    chunks: list[Chunk]
+    vectors: np.ndarray
+    encoder_key: str
+    fetch_stats: dict[str, int] = field(default_factory=dict)
+
+
+def _local_stages(
+    settings: Settings, options: BuildOptions, resources: Sequence[Resource], report: BuildReport, progress: Progress
+) -> Staged:
+    """fetch → extract → chunk → embed in this process (the default executor)."""
+    from dmlqa.chunk import Chunker, TokenCounter
+    from dmlqa.embed import EmbeddingCache, embed_texts, load_encoder, model_dir
+
+    with _timed(report, "fetch"):
+        advance = progress.start("fetch", len(resources))
+        fetched, stats = (
+            asyncio.run(_fetch_all(resources, settings, options, advance)) if resources else ([], {})
+        )
+        progress.done("fetch")
+    report.from_archive = sum(
+        1 for f in fetched if f.resolved is not None and f.resolved.document.from_archive
+    )
+    report.not_modified = sum(
+        1 for f in fetched if f.resolved is not None and f.resolved.document.not_modified
+    )
+    report.fetched = sum(
+        1 for f in fetched if f.resolved is not None and not f.resolved.document.from_archive
+        and not f.resolved.document.not_modified
+    )
+
+    with DocStore(settings.corpus_dir / "documents.sqlite") as store, _timed(report, "extract"):
+        advance = progress.start("extract", len(fetched))
+        docs: list[Document] = []
+        for item in fetched:
+            docs.append(_extract_one(item, store, report))
+            advance(1)
+        docs.extend(_local_documents(settings, store, report))
+        progress.done("extract")
+        # Keep only what the catalog and corpus/local still name; store fresh full texts.
+        keep = {d.doc_id for d in docs}
+        gone = sorted(store.ids() - keep)
+        store.delete(gone)
+        report.removed = gone
+        store.put_many(d for d in docs if not d.is_card)
+
+    report.documents = sum(1 for d in docs if not d.is_card)
+    report.cards = sum(1 for d in docs if d.is_card)
+
+    with _timed(report, "chunk"):
+        path = model_dir(settings.model)
+        counter = TokenCounter.from_model_dir(path) if path else None
+        if counter is None:
+            raise DmlqaError(f"model {settings.model!r} has no local folder with tokenizer.json")
+        chunker = Chunker(counter, chunk_tokens=settings.chunk_tokens, overlap=settings.chunk_overlap)
+        chunks: list[Chunk] = []
+        for d in docs:
+            try:
+                chunks.extend(chunker.chunk(d))
+            except Exception as exc:  # noqa: BLE001
+                log.exception("chunking failed for %s", d.url)
+                report.failed.append(Failure(d.url, "chunk", f"unexpected error: {exc!r}"))
+    report.chunks = len(chunks)
+
+    with _timed(report, "embed"):
+        encoder = load_encoder(settings.model, settings.encoder, settings.encoders_dir)
+        cache = EmbeddingCache(settings.index_dir / "cache" / "embeddings.sqlite")
+        titles = {d.doc_id: d.title for d in docs}
+        texts = [dense_text(titles[c.doc_id], c.section, c.text) for c in chunks]
+        try:
+            advance = progress.start("embed", len(texts))
+            result = embed_texts(texts, encoder, cache, batch_size=settings.batch_size, progress=advance)
+            progress.done("embed")
+        finally:
+            cache.close()
+    report.embedded = result.embedded
+    report.reused_embeddings = result.reused
+    vectors = result.vectors if len(texts) else np.zeros((0, encoder.dim), dtype=np.float32)
+    return Staged(docs, chunks, vectors, encoder.key, stats)
+
+
 def run_build(
     settings: Settings,
     options: BuildOptions | None = None,
@@ -303,8 +388,6 @@ def run_build(
     Raises :class:`DmlqaError` only when no version could be published at all.
     """
     from dmlqa.catalog import read_catalog
-    from dmlqa.chunk import Chunker, TokenCounter
-    from dmlqa.embed import EmbeddingCache, embed_texts, load_encoder, model_dir
     from dmlqa.lock import WriterLock
 
     options = options or BuildOptions()
@@ -329,84 +412,18 @@ def run_build(
             from dmlqa.executor_ray import run_stages
 
             staged = run_stages(settings, options, resources, report, progress)
-            docs, chunks, vectors, encoder_key = staged.documents, staged.chunks, staged.vectors, staged.encoder_key
-            report.changes = diff_documents(previous, new_documents(docs, chunks))
-            stats = staged.fetch_stats
-        elif options.executor != "local":
-            raise DmlqaError(f"unknown executor {options.executor!r}: choose local or ray")
+        elif options.executor == "local":
+            staged = _local_stages(settings, options, resources, report, progress)
         else:
-            with _timed(report, "fetch"):
-                advance = progress.start("fetch", len(resources))
-                fetched, stats = (
-                    asyncio.run(_fetch_all(resources, settings, options, advance)) if resources else ([], {})
-                )
-                progress.done("fetch")
-            report.from_archive = sum(
-                1 for f in fetched if f.resolved is not None and f.resolved.document.from_archive
-            )
-            report.not_modified = sum(
-                1 for f in fetched if f.resolved is not None and f.resolved.document.not_modified
-            )
-            report.fetched = sum(
-                1 for f in fetched if f.resolved is not None and not f.resolved.document.from_archive
-                and not f.resolved.document.not_modified
-            )
-
-            with DocStore(settings.corpus_dir / "documents.sqlite") as store, _timed(report, "extract"):
-                advance = progress.start("extract", len(fetched))
-                docs: list[Document] = []
-                for item in fetched:
-                    docs.append(_extract_one(item, store, report))
-                    advance(1)
-                docs.extend(_local_documents(settings, store, report))
-                progress.done("extract")
-                # Keep only what the catalog and corpus/local still name; store fresh full texts.
-                keep = {d.doc_id for d in docs}
-                gone = sorted(store.ids() - keep)
-                store.delete(gone)
-                report.removed = gone
-                store.put_many(d for d in docs if not d.is_card)
-
-            report.documents = sum(1 for d in docs if not d.is_card)
-            report.cards = sum(1 for d in docs if d.is_card)
-
-            with _timed(report, "chunk"):
-                path = model_dir(settings.model)
-                counter = TokenCounter.from_model_dir(path) if path else None
-                if counter is None:
-                    raise DmlqaError(f"model {settings.model!r} has no local folder with tokenizer.json")
-                chunker = Chunker(counter, chunk_tokens=settings.chunk_tokens, overlap=settings.chunk_overlap)
-                chunks: list[Chunk] = []
-                for d in docs:
-                    try:
-                        chunks.extend(chunker.chunk(d))
-                    except Exception as exc:  # noqa: BLE001
-                        log.exception("chunking failed for %s", d.url)
-                        report.failed.append(Failure(d.url, "chunk", f"unexpected error: {exc!r}"))
-            report.chunks = len(chunks)
-            report.changes = diff_documents(previous, new_documents(docs, chunks))
-
-            with _timed(report, "embed"):
-                encoder = load_encoder(settings.model, settings.encoder, settings.encoders_dir)
-                cache = EmbeddingCache(settings.index_dir / "cache" / "embeddings.sqlite")
-                titles = {d.doc_id: d.title for d in docs}
-                texts = [dense_text(titles[c.doc_id], c.section, c.text) for c in chunks]
-                try:
-                    advance = progress.start("embed", len(texts))
-                    result = embed_texts(texts, encoder, cache, batch_size=settings.batch_size, progress=advance)
-                    progress.done("embed")
-                finally:
-                    cache.close()
-            report.embedded = result.embedded
-            report.reused_embeddings = result.reused
-            vectors = result.vectors if len(texts) else np.zeros((0, encoder.dim), dtype=np.float32)
-            encoder_key = encoder.key
+            raise DmlqaError(f"unknown executor {options.executor!r}: choose local or ray")
+        docs, chunks, vectors = staged.documents, staged.chunks, staged.vectors
+        report.changes = diff_documents(previous, new_documents(docs, chunks))
 
         with _timed(report, "index"):
             meta = {
                 "model": settings.model,
                 "encoder": settings.encoder,
-                "encoder_key": encoder_key,
+                "encoder_key": staged.encoder_key,
                 "resources": report.resources,
                 "failed": [f.to_json() for f in report.failed],
                 "chunk_tokens": settings.chunk_tokens,
@@ -421,5 +438,5 @@ def run_build(
             prune(settings.index_dir, settings.keep_versions)
         report.index_version = name
         report.seconds["total"] = time.perf_counter() - t_all
-    log.debug("fetch stats: %s", stats)
+    log.debug("fetch stats: %s", staged.fetch_stats)
     return report

@@ -30,7 +30,7 @@ import logging
 import os
 import time
 from collections.abc import Sequence
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict
 from functools import lru_cache
 from pathlib import Path
 from typing import Any
@@ -41,6 +41,7 @@ from dmlqa.build import (
     BuildOptions,
     BuildReport,
     Progress,
+    Staged,
     _extract_one,
     _fetch_all,
     _Fetched,
@@ -70,17 +71,6 @@ FLUSH_EVERY = 1024
 
 class RayUnavailableError(DmlqaError):
     """Ray is not installed (the executor needs the optional extra)."""
-
-
-@dataclass
-class Staged:
-    """What the stages before the index hand to the index writer."""
-
-    documents: list[Document]
-    chunks: list[Chunk]
-    vectors: np.ndarray
-    encoder_key: str
-    fetch_stats: dict[str, int] = field(default_factory=dict)
 
 
 def _import_ray():  # noqa: ANN202 - the ray module
