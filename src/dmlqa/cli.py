@@ -38,6 +38,23 @@ HomeOption = Annotated[
 ]
 
 
+# Options shared by several commands, defined once so their flags and help never drift apart.
+ArchiveOption = Annotated[
+    list[Path] | None, typer.Option("--archive", help="Replay responses from this WARC file (repeatable).")
+]
+OfflineOption = Annotated[bool, typer.Option("--offline", help="Never touch the network.")]
+PrivateHostsOption = Annotated[
+    bool | None, typer.Option("--allow-private-hosts", help="Allow fetching from loopback/private addresses.")
+]
+ModelOption = Annotated[str | None, typer.Option(help="Embedding model name or local path.")]
+EncoderOption = Annotated[str | None, typer.Option(help="onnx-int8 (default), onnx or torch.")]
+KindOption = Annotated[list[str] | None, typer.Option("--kind", help="Only this kind (repeatable).")]
+SinceOption = Annotated[int | None, typer.Option(help="Only resources from this year on.")]
+UntilOption = Annotated[int | None, typer.Option(help="Only resources up to this year.")]
+TopicOption = Annotated[list[str] | None, typer.Option("--topic", help="Only this list topic (repeatable).")]
+HostFilterOption = Annotated[list[str] | None, typer.Option("--host", help="Only this host (repeatable).")]
+
+
 class _State:
     home: Path | None = None
 
@@ -143,17 +160,11 @@ def add(
 @app.command()
 def build(
     home: HomeOption = None,
-    archive: Annotated[
-        list[Path] | None,
-        typer.Option("--archive", help="Replay responses from this WARC file (repeatable)."),
-    ] = None,
-    offline: Annotated[bool, typer.Option("--offline", help="Never touch the network.")] = False,
-    allow_private_hosts: Annotated[
-        bool | None,
-        typer.Option("--allow-private-hosts", help="Allow fetching from loopback/private addresses."),
-    ] = None,
-    model: Annotated[str | None, typer.Option(help="Embedding model name or local path.")] = None,
-    encoder: Annotated[str | None, typer.Option(help="onnx-int8 (default), onnx or torch.")] = None,
+    archive: ArchiveOption = None,
+    offline: OfflineOption = False,
+    allow_private_hosts: PrivateHostsOption = None,
+    model: ModelOption = None,
+    encoder: EncoderOption = None,
     refresh_lists: Annotated[
         bool, typer.Option("--refresh-lists", help="Re-read the lists' upstreams into the catalog first.")
     ] = False,
@@ -251,11 +262,11 @@ def search(
         Path | None, typer.Option("--queries", help='Batch mode: JSONL of {"id","text"} (BEIR "_id" too).')
     ] = None,
     mode: Annotated[str, typer.Option(help="hybrid (default), dense or bm25.")] = "hybrid",
-    kind: Annotated[list[str] | None, typer.Option("--kind", help="Only this kind (repeatable).")] = None,
-    since: Annotated[int | None, typer.Option(help="Only resources from this year on.")] = None,
-    until: Annotated[int | None, typer.Option(help="Only resources up to this year.")] = None,
-    topic: Annotated[list[str] | None, typer.Option("--topic", help="Only this list topic (repeatable).")] = None,
-    host: Annotated[list[str] | None, typer.Option("--host", help="Only this host (repeatable).")] = None,
+    kind: KindOption = None,
+    since: SinceOption = None,
+    until: UntilOption = None,
+    topic: TopicOption = None,
+    host: HostFilterOption = None,
     as_json: Annotated[bool, typer.Option("--json", help="Print JSON.")] = False,
     home: HomeOption = None,
 ) -> None:
@@ -335,11 +346,11 @@ def ask(
     questions: Annotated[
         Path | None, typer.Option("--questions", help='Batch mode: JSONL of {"id","question"}.')
     ] = None,
-    kind: Annotated[list[str] | None, typer.Option("--kind", help="Only this kind (repeatable).")] = None,
-    since: Annotated[int | None, typer.Option(help="Only resources from this year on.")] = None,
-    until: Annotated[int | None, typer.Option(help="Only resources up to this year.")] = None,
-    topic: Annotated[list[str] | None, typer.Option("--topic", help="Only this list topic (repeatable).")] = None,
-    host: Annotated[list[str] | None, typer.Option("--host", help="Only this host (repeatable).")] = None,
+    kind: KindOption = None,
+    since: SinceOption = None,
+    until: UntilOption = None,
+    topic: TopicOption = None,
+    host: HostFilterOption = None,
     no_llm: Annotated[bool, typer.Option("--no-llm", help="Extractive answer even if an LLM is set.")] = False,
     as_json: Annotated[bool, typer.Option("--json", help="Print JSON.")] = False,
     home: HomeOption = None,
@@ -432,7 +443,7 @@ def related(
     query: Annotated[str, typer.Argument(help="Free text, a catalog URL, an arXiv id or a DOI.")],
     k: Annotated[int, typer.Option("-k", help="How many documents.", min=1, max=200)] = 10,
     since: Annotated[int | None, typer.Option(help="Only documents from this year on.")] = None,
-    kind: Annotated[list[str] | None, typer.Option("--kind", help="Only this kind (repeatable).")] = None,
+    kind: KindOption = None,
     fmt: Annotated[str, typer.Option("--format", help="table, json or bibtex.")] = "table",
     as_json: Annotated[bool, typer.Option("--json", help="Same as --format json.")] = False,
     home: HomeOption = None,
@@ -524,17 +535,11 @@ def schedule(
     max_runs: Annotated[
         int | None, typer.Option("--max-runs", min=1, help="Stop after this many runs (default: run until stopped).")
     ] = None,
-    archive: Annotated[
-        list[Path] | None,
-        typer.Option("--archive", help="Replay responses from this WARC file (repeatable)."),
-    ] = None,
-    offline: Annotated[bool, typer.Option("--offline", help="Never touch the network.")] = False,
-    allow_private_hosts: Annotated[
-        bool | None,
-        typer.Option("--allow-private-hosts", help="Allow fetching from loopback/private addresses."),
-    ] = None,
-    model: Annotated[str | None, typer.Option(help="Embedding model name or local path.")] = None,
-    encoder: Annotated[str | None, typer.Option(help="onnx-int8 (default), onnx or torch.")] = None,
+    archive: ArchiveOption = None,
+    offline: OfflineOption = False,
+    allow_private_hosts: PrivateHostsOption = None,
+    model: ModelOption = None,
+    encoder: EncoderOption = None,
     as_json: Annotated[bool, typer.Option("--json", help="Print each run as one JSON line.")] = False,
     home: HomeOption = None,
 ) -> None:
