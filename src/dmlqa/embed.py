@@ -133,9 +133,12 @@ class TorchEncoder:
         if path is not None:
             _offline_env()
         try:
+            import torch
             from sentence_transformers import SentenceTransformer
 
-            self._model = SentenceTransformer(str(path or model), device="cpu")
+            # A GPU when there is one (Ray GPU actors): vectors agree with the CPU's within float tolerance.
+            self.device = "cuda" if torch.cuda.is_available() else "cpu"
+            self._model = SentenceTransformer(str(path or model), device=self.device)
         except Exception as exc:  # the library raises many types for a missing/offline model
             raise EncoderError(
                 f"cannot load embedding model {model!r}: {exc}. Give a local model path or "
