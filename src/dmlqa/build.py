@@ -292,6 +292,14 @@ def _refresh(settings: Settings, options: BuildOptions, report: BuildReport) -> 
         report.failed.append(Failure(item.upstream or item.name, "refresh", f"list {item.name}: {item.error}"))
 
 
+def sync_store(store: DocStore, docs: Sequence[Document], report: BuildReport) -> None:
+    """Keep only what the catalog and corpus/local still name; store this build's full texts."""
+    gone = sorted(store.ids() - {d.doc_id for d in docs})
+    store.delete(gone)
+    report.removed = gone
+    store.put_many(d for d in docs if not d.is_card)
+
+
 @dataclass
 class Staged:
     """What the stages before the index hand to the index writer (from either executor)."""
@@ -335,12 +343,7 @@ def _local_stages(
             advance(1)
         docs.extend(_local_documents(settings, store, report))
         progress.done("extract")
-        # Keep only what the catalog and corpus/local still name; store fresh full texts.
-        keep = {d.doc_id for d in docs}
-        gone = sorted(store.ids() - keep)
-        store.delete(gone)
-        report.removed = gone
-        store.put_many(d for d in docs if not d.is_card)
+        sync_store(store, docs, report)
 
     report.documents = sum(1 for d in docs if not d.is_card)
     report.cards = sum(1 for d in docs if d.is_card)

@@ -15,9 +15,7 @@ from __future__ import annotations
 
 import html
 import json
-import os
 import re
-import tempfile
 import tomllib
 import unicodedata
 from collections.abc import Iterable, Sequence
@@ -26,6 +24,7 @@ from pathlib import Path
 from typing import Any
 
 from dmlqa.errors import CatalogError
+from dmlqa.fsutil import atomic_write_text
 from dmlqa.models import Resource
 from dmlqa.urls import (
     canonicalize,
@@ -695,29 +694,6 @@ def merge(existing: Iterable[Resource], incoming: Iterable[Resource]) -> list[Re
 
 # -- files ---------------------------------------------------------------------------------------
 
-def _atomic_write(path: Path, data: str) -> None:
-    """Write via a temporary file in the same folder and ``os.replace``: readers see old or new, never half."""
-    path.parent.mkdir(parents=True, exist_ok=True)
-    try:
-        mode = path.stat().st_mode & 0o777
-    except FileNotFoundError:
-        mode = 0o644  # mkstemp's 0600 would hide a shared home's catalog from other readers
-    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
-    try:
-        os.chmod(tmp, mode)
-        with os.fdopen(fd, "w", encoding="utf-8", newline="\n") as fh:
-            fh.write(data)
-            fh.flush()
-            os.fsync(fh.fileno())
-        os.replace(tmp, path)
-    except BaseException:
-        try:
-            os.unlink(tmp)
-        except FileNotFoundError:
-            pass
-        raise
-
-
 def read_catalog(path: Path) -> list[Resource]:
     """The catalog's resources in file order; a missing file is an empty catalog."""
     path = Path(path)
@@ -745,7 +721,7 @@ def read_catalog(path: Path) -> list[Resource]:
 def write_catalog(path: Path, resources: Iterable[Resource]) -> None:
     """Write one JSON object a line (UTF-8, not escaped), atomically."""
     body = "".join(json.dumps(r.to_json(), ensure_ascii=False) + "\n" for r in resources)
-    _atomic_write(Path(path), body)
+    atomic_write_text(Path(path), body)
 
 
 def _toml_value(value: Any) -> str:
@@ -787,7 +763,7 @@ def _write_lists(corpus_dir: Path, lists: dict[str, dict]) -> None:
             if k not in ("title", "file", "upstream", "imported_from") and isinstance(v, str | int | float | bool):
                 out.append(f"{k} = {_toml_value(v)}")
         out.append("")
-    _atomic_write(Path(corpus_dir) / LISTS_FILE, "\n".join(out))
+    atomic_write_text(Path(corpus_dir) / LISTS_FILE, "\n".join(out))
 
 
 def _read_list_file(path: Path) -> str:
@@ -843,7 +819,7 @@ def import_lists(paths: Sequence[Path], corpus_dir: Path, *, replace_lists: bool
         if pl.upstream:
             entry["upstream"] = pl.upstream
         if dest.resolve() != path.resolve():  # re-importing the stored copy itself needs no copy
-            _atomic_write(dest, text)
+            atomic_write_text(dest, text)
             entry["imported_from"] = path.name
         lists[pl.name] = entry
     write_catalog(catalog_path, after)

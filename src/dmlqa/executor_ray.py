@@ -47,6 +47,7 @@ from dmlqa.build import (
     _Fetched,
     _local_documents,
     _timed,
+    sync_store,
 )
 from dmlqa.docstore import DocStore
 from dmlqa.errors import DmlqaError
@@ -397,11 +398,7 @@ def run_stages(
                 docs, stats = _fetch_and_extract(ray, settings, options, resources, store, report, progress)
             with _timed(report, "extract"):
                 docs.extend(_local_documents(settings, store, report))
-                keep = {d.doc_id for d in docs}
-                gone = sorted(store.ids() - keep)
-                store.delete(gone)
-                report.removed = gone
-                store.put_many(d for d in docs if not d.is_card)
+                sync_store(store, docs, report)
         report.documents = sum(1 for d in docs if not d.is_card)
         report.cards = sum(1 for d in docs if d.is_card)
 

@@ -24,8 +24,8 @@ from typing import Any
 
 from dmlqa.catalog import LISTS_DIR, merge, parse_list, read_catalog, read_lists, write_catalog
 from dmlqa.errors import FetchError
+from dmlqa.fsutil import atomic_write_text
 from dmlqa.models import Resource
-from dmlqa.runs import atomic_write_text
 from dmlqa.settings import Settings
 
 log = logging.getLogger(__name__)

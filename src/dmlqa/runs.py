@@ -21,7 +21,6 @@ import json
 import logging
 import os
 import sqlite3
-import tempfile
 from collections.abc import Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from dataclasses import asdict, dataclass, field
@@ -29,6 +28,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any, Protocol
 
+from dmlqa.fsutil import atomic_write_text
 from dmlqa.index import VERSIONS, current_version
 from dmlqa.models import Chunk, Document
 
@@ -180,25 +180,6 @@ class RunRecord:
     def from_json(cls, data: Mapping[str, Any]) -> RunRecord:
         known = {k: v for k, v in data.items() if k in cls.__dataclass_fields__}
         return cls(**known)
-
-
-def atomic_write_text(path: Path, text: str) -> None:
-    """Write beside and rename: a reader (``dmlqa status``) sees the old file or the new one."""
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
-    try:
-        with os.fdopen(fd, "w", encoding="utf-8") as fh:
-            fh.write(text)
-            fh.flush()
-            os.fsync(fh.fileno())
-        os.chmod(tmp, 0o644)
-        os.replace(tmp, path)
-    except BaseException:
-        try:
-            os.unlink(tmp)
-        except FileNotFoundError:
-            pass
-        raise
 
 
 def append_run(index_dir: Path, record: RunRecord) -> None:

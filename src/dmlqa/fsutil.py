@@ -1,0 +1,34 @@
+"""Small file-system helpers shared by the stages that write files readers may be reading."""
+
+from __future__ import annotations
+
+import os
+import tempfile
+from pathlib import Path
+
+
+def atomic_write_text(path: Path, data: str) -> None:
+    """Write via a temporary file in the same folder and ``os.replace``: readers see old or new, never half.
+
+    The file keeps its permissions (a new one gets 0644: mkstemp's 0600 would hide a shared home's
+    files from other readers), and the data is fsynced before the rename.
+    """
+    path.parent.mkdir(parents=True, exist_ok=True)
+    try:
+        mode = path.stat().st_mode & 0o777
+    except FileNotFoundError:
+        mode = 0o644
+    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
+    try:
+        os.chmod(tmp, mode)
+        with os.fdopen(fd, "w", encoding="utf-8", newline="\n") as fh:
+            fh.write(data)
+            fh.flush()
+            os.fsync(fh.fileno())
+        os.replace(tmp, path)
+    except BaseException:
+        try:
+            os.unlink(tmp)
+        except FileNotFoundError:
+            pass
+        raise
