@@ -246,7 +246,10 @@ def run_scheduler(
                 nxt = schedule.next_after(max(_now(), slot), anchor=anchor)
                 outcome = replace(outcome, next_run=nxt)
                 outcomes.append(outcome)
-                info.update(runs=len(outcomes), last_run=_iso(outcome.started_at), last_ok=outcome.ok)
+                info.update(runs=len(outcomes), last_run=_iso(outcome.started_at), last_ok=outcome.ok,
+                            next_run=_iso(nxt))
+                # Published before anyone hears of the run, so a status read then never shows a past slot.
+                write_schedule(settings.index_dir, info)
                 if on_run is not None:
                     on_run(outcome)
                 if max_runs is not None and len(outcomes) >= max_runs:
