@@ -46,3 +46,12 @@ def test_openai_key_fallback_and_overrides(tmp_path: Path) -> None:
     assert s.llm_api_key == "sk-x"
     s2 = s.with_overrides(allow_private_hosts=True, model=None, encoder="torch")
     assert s2.fetch.allow_private_hosts and s2.encoder == "torch" and s2.model == s.model
+
+
+def test_ui_password_from_toml_or_env(tmp_path: Path) -> None:
+    from dmlqa.ui import ui_password
+
+    assert ui_password(load_settings(tmp_path, env={}), {}) is None
+    (tmp_path / "dmlqa.toml").write_text('ui_password = "s3cret"\n')
+    assert ui_password(load_settings(tmp_path, env={}), {}) == "s3cret"
+    assert load_settings(tmp_path, env={"DMLQA_UI_PASSWORD": "other"}).ui_password == "other"

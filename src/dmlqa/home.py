@@ -18,6 +18,7 @@ _TEMPLATE = """# dmlqa settings for this home. Every key can also be set as DMLQ
 # keep_versions = 3
 # llm_base_url = "http://localhost:11434/v1"
 # llm_model = "llama3.1"
+# ui_password = "..."                   # the chat app asks for it (user name: dmlqa)
 
 [fetch]
 # concurrency = 8

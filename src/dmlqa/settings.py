@@ -70,6 +70,8 @@ class Settings:
     llm_model: str | None = None
     llm_api_key: str | None = None
     llm_timeout: float = 60.0
+    #: Password of the chat app (user "dmlqa"); unset means no login (the app binds to loopback).
+    ui_password: str | None = None
 
     # -- paths -----------------------------------------------------------------
     @property
