@@ -50,6 +50,7 @@ class SearchOptions:
     mode: str = "hybrid"  # hybrid | dense | bm25
     filters: Filters = field(default_factory=Filters)
     candidates: int = 100  # per retriever, before fusion
+    rerank: bool = True  # apply the configured cross-encoder, if any
 
 
 def rrf(rankings: Sequence[Sequence[int]], k: int = RRF_K, weights: Sequence[float] | None = None) -> dict[int, float]:
@@ -100,6 +101,7 @@ class Searcher:
         self._version: IndexVersion | None = None
         self._encoders: dict[str, CachedEncoder] = {}
         self._store: EmbeddingCache | None = None
+        self._reranker = None  # dmlqa.rerank.Reranker, loaded on first use
 
     # -- version following ------------------------------------------------------------------
     @property
@@ -169,6 +171,21 @@ class Searcher:
         top = np.argsort(-scores)[:n]
         return [(int(r), float(scores[r])) for r in top if scores[r] > 0]
 
+    def _rerank(
+        self, version: IndexVersion, query: str, ordered: list[tuple[int, float]]
+    ) -> list[tuple[int, float]]:
+        """The first ``rerank_candidates`` results reordered by the cross-encoder; the rest follow."""
+        from dmlqa.rerank import Reranker
+
+        with self._lock:
+            if self._reranker is None:
+                self._reranker = Reranker(self.settings.reranker)
+        head = ordered[: self.settings.rerank_candidates]
+        records = version.chunks([r for r, _ in head])
+        scores = self._reranker.scores(query, [records[r].text for r, _ in head])
+        reranked = sorted(zip([r for r, _ in head], scores.tolist(), strict=True), key=lambda kv: -kv[1])
+        return reranked + ordered[len(head) :]
+
     def search(self, query: str, options: SearchOptions | None = None) -> list[Hit]:
         options = options or SearchOptions()
         query = " ".join(query.split())
@@ -193,6 +210,8 @@ class Searcher:
         else:
             fused = raw
         ordered = sorted(fused.items(), key=lambda kv: -kv[1])
+        if self.settings.reranker and options.rerank and ordered:
+            ordered = self._rerank(version, query, ordered)
         if options.per_doc:
             seen: set[str] = set()
             best: list[tuple[int, float]] = []

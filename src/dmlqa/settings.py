@@ -61,6 +61,10 @@ class Settings:
     #: Embedding actors on Ray; 0 means one per GPU, or one per two CPUs on a cluster without GPUs.
     ray_embed_actors: int = 0
     keep_versions: int = 3
+    #: Optional cross-encoder (sentence-transformers CrossEncoder name or local path) that reorders
+    #: the first ``rerank_candidates`` fused results of every search; unset: no reranking.
+    reranker: str | None = None
+    rerank_candidates: int = 30
     #: Where ONNX exports of embedding models are cached. They are derived from the model alone, so
     #: homes share them; empty means $XDG_CACHE_HOME/dmlqa/encoders (~/.cache/dmlqa/encoders).
     encoder_cache: str = ""
