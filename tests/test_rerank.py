@@ -16,7 +16,7 @@ import pytest
 from test_index_search import build_index
 
 from dmlqa.embed import EncoderError, model_dir
-from dmlqa.search import SearchOptions, Searcher
+from dmlqa.search import Searcher, SearchOptions
 from dmlqa.settings import BUNDLED_MODEL, load_settings
 
 
