@@ -31,6 +31,7 @@ from typing import Any
 
 import numpy as np
 
+from dmlqa.ann import choose_index_type
 from dmlqa.errors import IndexMissingError
 from dmlqa.lexical import LexicalIndex
 from dmlqa.models import Chunk, Document
@@ -74,20 +75,6 @@ def _pid_alive(pid: int) -> bool:
     except PermissionError:
         return True
     return True
-
-
-def choose_index_type(n_vectors: int, ann_threshold: int, ivfpq_threshold: int | None = None) -> str:
-    """Exact inner product while it is fast enough, HNSW past ``ann_threshold`` vectors, and
-    compressed IVF-PQ past ``ivfpq_threshold`` (see :mod:`dmlqa.ann`).
-
-    Measured here (bench/): a flat scan costs ~0.6 ms per query at 10k vectors, ~15 ms at 100k
-    and ~140 ms at 1M; HNSW stays ~1 ms at 1M with recall ≥ 0.95 but builds slowly.
-    """
-    if ivfpq_threshold is not None:
-        from dmlqa.ann import choose_index_type as by_size
-
-        return by_size(n_vectors, ann_threshold, ivfpq_threshold)
-    return "hnsw" if n_vectors > ann_threshold else "flat"
 
 
 def build_faiss(vectors: np.ndarray, index_type: str):  # noqa: ANN201 - faiss.Index
