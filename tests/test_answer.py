@@ -147,3 +147,15 @@ def test_cli_eval_scores_a_question_set(home: Path, tmp_path: Path) -> None:
 def test_ask_without_index(tmp_path: Path) -> None:
     r = runner.invoke(app, ["--home", str(tmp_path), "ask", "zero?"])
     assert r.exit_code == 1 and "dmlqa build" in r.output
+
+
+def test_questions_are_not_written_to_the_vector_store(home: Path) -> None:
+    import sqlite3
+
+    from dmlqa.embed import text_sha256
+
+    question = "How does ZeRO reduce memory across data-parallel processes, asked once more?"
+    Asker(Searcher(load_settings(home))).ask(question)
+    db = sqlite3.connect(home / "index" / "cache" / "embeddings.sqlite")
+    stored = {sha for (sha,) in db.execute("SELECT sha256 FROM embeddings")}
+    assert text_sha256(question) not in stored and stored  # sentences are stored, the question is not

@@ -215,7 +215,7 @@ def extractive_answer(
     """(answer text, citations, refused, flags)."""
     version = searcher.version
     encoder = searcher.encoder_for(version)
-    qvec = encoder.encode([question])[0]
+    qvec = searcher.embed_query(question, version)  # memory-cached by the search; never stored
     terms = set(tokenize(question))
     chosen, best = select_sentences(
         qvec, terms, hits, lambda xs: encoder.encode(xs, batch_size=16), max_sentences=options.max_sentences
