@@ -124,3 +124,110 @@ def test_venue_kinds() -> None:
 
 def test_empty_list() -> None:
     assert to_bibtex([]) == ""
+
+
+# -- any text gives BibTeX that strict parsers accept ----------------------------------------------
+
+pybtex_database = pytest.importorskip("pybtex.database")
+import pybtex.errors  # noqa: E402
+from hypothesis import HealthCheck, given, settings  # noqa: E402
+from hypothesis import strategies as st  # noqa: E402
+
+NASTY = [
+    "lone { brace", "lone } brace", "} backwards {", "{{ nested } only", "back\\slash\\", "100% of #1 & co",
+    "a ~ b ^ c _ d $ e", "Ünïcödé 学習 ΑΒΓ 🚀", "line\nbreak\r\nand\ttab", "email @misc{x, title = {y}}",
+    "\\textbf{bold} \\", "quote \" mark", "%", "@", "}", "{", "\\", "", "   ", "ctrl \x00 \x0b \x1b char",
+]
+NASTY_AUTHORS = [
+    ("Lone { Brace", "Back\\Slash", "A, B, C, D", "Ernst and Young", "Copyright", "et al."),
+    ("Zoë Ødegård, Jr., Anna", "}", "{", "@", "%", "and", "others"),
+    ("Yanping Huang et al.",),
+    ("",),
+]
+
+
+def strict_pybtex(text: str):  # noqa: ANN201 - pybtex BibliographyData
+    pybtex.errors.set_strict_mode(True)
+    return pybtex_database.parse_string(text, "bibtex")
+
+
+def nasty_item(title: str, authors: tuple[str, ...], venue: str, eprint: str, kind: str = "paper") -> Related:
+    return item(f"arxiv:{eprint}", title, f"https://example.org/{eprint}", authors=authors, year=2021,
+                venue=venue, kind=kind)
+
+
+def letters(text: str) -> list[str]:
+    """The letters of ``text`` (pylatexenc decodes ``\\textasciicircum{}`` to the letter-like "ˆ")."""
+    return [c for c in text.replace("ˆ", "^") if c.isalpha()]
+
+
+@pytest.mark.parametrize("ascii_only", [False, True])
+def test_nasty_text_parses_with_pybtex_and_bibtexparser(ascii_only: bool) -> None:
+    items = [
+        nasty_item(NASTY[i], NASTY_AUTHORS[i % len(NASTY_AUTHORS)], NASTY[-1 - i], NASTY[(i + 3) % len(NASTY)],
+                   kind=("paper", "repo", "docs")[i % 3])
+        for i in range(len(NASTY))
+    ]
+    items += [nasty_item(t, (), v, "2201.12023") for t, v in [("x", "Trans. {on} }Stuff{"), ("y", "arXiv {")]]
+    text = to_bibtex(items, ascii_only=ascii_only)
+    bib = strict_pybtex(text)
+    assert len(bib.entries) == len(items)
+    lib = parse(text)
+    assert len(lib.entries) == len(items)
+    for e, it in zip(lib.entries, items, strict=True):  # bibtexparser decodes the title's letters back
+        assert letters(str(fields(e)["title"])) == letters(" ".join(it.title.split()) or it.url), e.key
+    first = bib.entries[citation_keys(items)[0]]
+    assert [str(p) for p in first.persons["author"]][-1] == "others"  # "et al." became "and others"
+    assert "{Ernst and Young}" in text and "{A, B, C, D}" in text  # one name each, not two people / an error
+
+
+def test_lone_braces_and_verbatim_fields_raw() -> None:
+    it = item("arxiv:2201.12023} @x{", "a { b } c } d {", "https://e.org/a b{c}\\d", authors=("Ann {Lee",),
+              year=2022, venue="Conf } X", kind="paper")
+    text = to_bibtex([it])
+    assert r"title = {{a \{ b \} c \textbraceright{} d \textbraceleft{}}}" in text
+    assert r"author = {Ann \textbraceleft{}Lee}" in text
+    assert r"booktitle = {Conf \textbraceright{} X}" in text
+    assert "eprint = {2201.12023%7D%20@x%7B}" in text
+    assert "url = {https://e.org/a%20b%7Bc%7D%5Cd}" in text
+    (entry,) = strict_pybtex(text).entries.values()
+    assert entry.fields["eprint"] == "2201.12023%7D%20@x%7B"
+
+
+def test_doi_with_odd_characters_is_kept_encoded() -> None:
+    it = item("doi:10.1000/a{b}c d", "T", "https://example.org/t", year=2020, venue="SOSP")
+    text = to_bibtex([it])
+    assert "doi = {10.1000/a%7Bb%7Dc%20d}" in text
+    assert strict_pybtex(text).entries["t2020"].fields["doi"] == "10.1000/a%7Bb%7Dc%20d"
+
+
+free_text = st.text(st.characters(blacklist_categories=("Cs",)), max_size=60)
+braces_and_specials = st.lists(
+    st.sampled_from(list("{}\\%#&~^_$@\",= \n\tabcXYZéß学") + [" and ", " et al.", "others", "\\{"]), max_size=30,
+).map("".join)
+any_text = st.one_of(free_text, braces_and_specials)
+
+
+@settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(title=any_text, authors=st.lists(any_text, max_size=4), venue=any_text, eprint=any_text,
+       kind=st.sampled_from(["paper", "repo", "docs"]), ascii_only=st.booleans())
+def test_any_text_gives_bibtex_that_parses(title: str, authors: list[str], venue: str, eprint: str, kind: str,
+                                           ascii_only: bool) -> None:
+    it = item(f"arxiv:{eprint}", title, "https://example.org/" + eprint, authors=tuple(authors), year=2020,
+              venue=venue, kind=kind)
+    text = to_bibtex([it, GPIPE], ascii_only=ascii_only)
+    bib = strict_pybtex(text)
+    assert len(bib.entries) == 2
+    lib = parse(text)
+    assert len(lib.entries) == 2
+    want = " ".join(title.split()) or it.url
+    got = str(fields(lib.entries[0])["title"])
+    if not ascii_only:  # accents written as commands decode to composed letters: compare NFC-insensitive
+        assert letters(got) == letters(want)
+    else:
+        import unicodedata
+
+        def norm(s: str) -> list[str]:
+            return letters(unicodedata.normalize("NFC", s))
+
+        assert norm(got) == norm(want) or len(norm(got)) >= len(norm(want)) - 2

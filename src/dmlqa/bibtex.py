@@ -45,6 +45,11 @@ _SPECIAL = {
     "^": r"\textasciicircum{}",
 }
 _SPECIAL_RE = re.compile("|".join(re.escape(c) for c in _SPECIAL))
+#: A brace without its partner: BibTeX counts braces even after a backslash, so ``\{`` alone would
+#: unbalance the field (pybtex rejects the file); these commands write one without a brace.
+_LONE_BRACE = {"{": r"\textbraceleft{}", "}": r"\textbraceright{}"}
+#: Characters a verbatim field (url, doi, eprint) cannot hold as they are: percent-encoded.
+_UNSAFE_VERBATIM = re.compile(r"[\s{}\\\x00-\x1f\x7f]")
 
 #: Combining accents and the LaTeX command that writes each (for ``ascii_only=True``).
 _ACCENTS = {
@@ -80,9 +85,48 @@ _KIND_NOTES = {
 
 
 def escape(text: str, *, ascii_only: bool = False) -> str:
-    """``text`` as the value of a BibTeX field: LaTeX specials escaped, whitespace collapsed."""
-    text = _SPECIAL_RE.sub(lambda m: _SPECIAL[m.group(0)], " ".join(text.split()))
+    """``text`` as the value of a BibTeX field: LaTeX specials escaped, whitespace collapsed.
+
+    Any text gives a value strict parsers accept: braces that pair up become ``\\{``…``\\}``, a lone
+    one ``\\textbraceleft{}``/``\\textbraceright{}``; control characters become spaces.
+    """
+    text = _printable(text)
+    lone = _unpaired_braces(text)
+    out = []
+    for i, ch in enumerate(text):
+        if i in lone:
+            out.append(_LONE_BRACE[ch])
+        else:
+            out.append(_SPECIAL.get(ch, ch))
+    text = "".join(out)
     return latex_accents(text) if ascii_only else text
+
+
+def _printable(text: str) -> str:
+    """Whitespace collapsed, control characters as spaces, lone surrogates as U+FFFD."""
+    text = "".join(" " if unicodedata.category(ch) in ("Cc", "Zl", "Zp") else ch for ch in text)
+    text = " ".join(text.split())
+    try:
+        text.encode("utf-8")
+    except UnicodeEncodeError:
+        text = text.encode("utf-8", "replace").decode("utf-8")
+    return text
+
+
+def _unpaired_braces(text: str) -> set[int]:
+    """Positions of the ``{`` and ``}`` in ``text`` that have no partner (in nesting order)."""
+    opened: list[int] = []
+    lone: set[int] = set()
+    for i, ch in enumerate(text):
+        if ch == "{":
+            opened.append(i)
+        elif ch == "}":
+            if opened:
+                opened.pop()
+            else:
+                lone.add(i)
+    lone.update(opened)
+    return lone
 
 
 def latex_accents(text: str) -> str:
@@ -140,12 +184,30 @@ def _author_field(authors: Sequence[str], *, ascii_only: bool) -> str | None:
     for name in names:
         value = escape(name, ascii_only=ascii_only)
         # "The TensorFlow Authors", "NVIDIA Corporation": an institution, not a first and a last name.
-        if " " in name and _ORG.search(name):
+        # A name BibTeX would misread is kept whole too: "and" would split it into two people, and
+        # more than two commas ("Last, Jr, First" is the most) is an error for strict parsers.
+        if (" " in name and _ORG.search(name)) or _AND_WORD.search(value) or _top_level_commas(value) > 2:
             value = "{" + value + "}"
         parts.append(value)
     if others:
         parts.append("others")
     return " and ".join(parts)
+
+
+_AND_WORD = re.compile(r"(?:^|\s)and(?:\s|$)", re.IGNORECASE)
+
+
+def _top_level_commas(value: str) -> int:
+    """Commas outside braces, the ones BibTeX's name parser splits on."""
+    depth = commas = 0
+    for ch in value:
+        if ch == "{":
+            depth += 1
+        elif ch == "}":
+            depth -= 1
+        elif ch == "," and depth == 0:
+            commas += 1
+    return commas
 
 
 def _surname(authors: Sequence[str]) -> str:
@@ -226,8 +288,11 @@ def venue_kind(venue: str | None) -> str:
 
 
 def _safe_url(url: str) -> str:
-    """A URL that cannot unbalance a BibTeX value: braces, backslashes and spaces percent-encoded."""
-    return url.replace("\\", "%5C").replace("{", "%7B").replace("}", "%7D").replace(" ", "%20")
+    """A verbatim value (URL, DOI, eprint) that cannot unbalance a BibTeX field.
+
+    Braces, backslashes, whitespace and control characters are percent-encoded (UTF-8 bytes).
+    """
+    return _UNSAFE_VERBATIM.sub(lambda m: "".join(f"%{b:02X}" for b in m.group(0).encode("utf-8")), url.strip())
 
 
 def _identifiers(item: Citable) -> tuple[str | None, str | None]:
@@ -237,15 +302,13 @@ def _identifiers(item: Citable) -> tuple[str | None, str | None]:
     if d and not aid:
         m = re.match(r"10\.48550/arxiv\.(.+)$", d, re.IGNORECASE)
         aid = m.group(1) if m else None
-    if d and re.search(r"[{}\\\s]", d):
-        d = None
     return aid, d
 
 
 def entry(item: Citable, key: str, *, ascii_only: bool = False) -> str:
     """One BibTeX entry for ``item`` under ``key``."""
     fields: list[tuple[str, str]] = []
-    title = escape(item.title or item.url, ascii_only=ascii_only)
+    title = escape(item.title if (item.title or "").strip() else item.url, ascii_only=ascii_only)
     fields.append(("title", "{" + title + "}"))
     author = _author_field(item.authors, ascii_only=ascii_only)
     if author:
@@ -273,10 +336,10 @@ def entry(item: Citable, key: str, *, ascii_only: bool = False) -> str:
     if item.year:
         fields.append(("year", str(int(item.year))))
     if aid and item.kind == "paper":
-        fields.append(("eprint", aid))
+        fields.append(("eprint", _safe_url(aid)))
         fields.append(("archivePrefix", "arXiv"))
     if d:
-        fields.append(("doi", d))
+        fields.append(("doi", _safe_url(d)))
     fields.append(("url", url))
     body = ",\n".join(f"  {name} = {{{value}}}" for name, value in fields)
     return f"@{etype}{{{key},\n{body}\n}}\n"
