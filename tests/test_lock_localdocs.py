@@ -73,7 +73,7 @@ def test_jsonl_records_become_documents_and_bad_lines_failures(tmp_path: Path) -
     assert docs[0].title == "Microstructural development" and docs[0].blocks[0].text == "Alterations of the brain."
     assert docs[1].url == "https://example.org/x2" and docs[1].year == 2021 and docs[1].authors == ("A",)
     assert [(x.url, x.error.split(":")[0]) for x in fails] == [
-        ("c.jsonl:3", "invalid JSON"),
-        ("c.jsonl:4", 'record x3 has no "text"'),
-        ("c.jsonl:5", "duplicate record id x2"),
+        ("local/c.jsonl:3", "invalid JSON"),
+        ("local/c.jsonl:4", 'record x3 has no "text"'),
+        ("local/c.jsonl:5", "duplicate record id x2"),
     ]
