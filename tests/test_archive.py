@@ -11,11 +11,12 @@ from pathlib import Path
 
 import pytest
 
-from dmlqa.archive import ArchiveError, ArchiveReplay, ArchiveWriter, Manifest, url_key
+from dmlqa.archive import ArchiveError, ArchiveReplay, ArchiveWriter, Manifest
 from dmlqa.fetch import Fetcher
 from dmlqa.models import FetchResult
 from dmlqa.resolve import fetch_resource
 from dmlqa.settings import FetchConfig
+from dmlqa.urls import spelling_key
 
 SNAPSHOT_DIR = Path(__file__).resolve().parents[2] / "shared" / "websnap"
 SNAPSHOT = SNAPSHOT_DIR / "snapshot.warc.gz"
@@ -116,7 +117,7 @@ def test_lookup_tolerates_trivial_differences_but_prefers_exact(tmp_path: Path) 
     assert replay.get("http://example.com/p").body == b"http copy"  # type: ignore[union-attr]
     assert replay.get("https://example.com/p").body == b"https copy"  # type: ignore[union-attr]
     assert replay.get("https://example.com/p/").body == b"https copy"  # type: ignore[union-attr]
-    assert url_key("HTTP://www.Example.org:80/a/?q=1#frag") == "example.org/a?q=1"
+    assert spelling_key("HTTP://www.Example.org:80/a/?q=1#frag") == "example.org/a?q=1"
 
 
 def test_scheme_redirect_is_no_answer_for_its_own_target(tmp_path: Path) -> None:

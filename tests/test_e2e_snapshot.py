@@ -5,7 +5,10 @@ Skipped with a reason in a user's clone, where ../shared does not exist.
 
 from __future__ import annotations
 
+import hashlib
 import json
+import re
+import sqlite3
 from pathlib import Path
 
 import pytest
@@ -36,25 +39,123 @@ def built(shared_dir: Path, tmp_path_factory: pytest.TempPathFactory) -> tuple[P
     return home, first, second
 
 
-def test_counts(built: tuple[Path, dict, dict]) -> None:
-    _, first, _ = built
-    # 181 resources from the five seeds + 57 from extra-resources.md.
-    assert first["resources"] == 238
-    # Full text for 97 of them; the rest (not in the snapshot, 404 or no text) are catalog cards.
-    assert first["documents"] == 97 and first["cards"] == 141
-    assert first["from_archive"] == 97 and first["fetched"] == 0
+# -- what the snapshot supports, derived from the WARC and the list files (never from the product) -------
+
+_URL_IN_LIST = re.compile(r"(?:https?://|www\.)[^\s<>()\[\]\"'`|]+")
+_PDF_META = re.compile(rb'<meta[^>]+name="citation_pdf_url"[^>]+content="([^"]+)"')
+
+
+def _norm(url: str) -> str:
+    """The snapshot's own URL matching rule (../shared/eval/README.md), plus fragments dropped."""
+    u = re.sub(r"^https?://", "", url.strip().lower())
+    u = re.sub(r"^www\.", "", u).split("#")[0].rstrip("/")
+    m = re.match(r"arxiv\.org/(abs|pdf)/(\d{4}\.\d{4,5})(v\d+)?(\.pdf)?$", u)
+    return "arxiv.org/abs/" + m.group(2) if m else u
+
+
+@pytest.fixture(scope="module")
+def expected(shared_dir: Path) -> dict:
+    """Works the snapshot holds for the lists: status-200 WARC records a listed URL leads to (through
+    a manifest alias line, a redirect record or a landing page's citation_pdf_url), grouped by body."""
+    from warcio.archiveiterator import ArchiveIterator
+
+    records: dict[str, tuple[int, bytes, str | None]] = {}
+    with open(shared_dir / "websnap" / "snapshot.warc.gz", "rb") as fh:
+        for rec in ArchiveIterator(fh):
+            if rec.rec_type == "response":
+                records[rec.rec_headers.get_header("WARC-Target-URI")] = (
+                    int(rec.http_headers.get_statuscode()), rec.content_stream().read(),
+                    rec.http_headers.get_header("Location"))
+    manifest = [json.loads(x) for x in (shared_dir / "websnap" / "manifest.jsonl").read_text().splitlines()]
+    alias = {_norm(m["url"]): m["alias_of"] for m in manifest if m.get("alias_of")}
+    by_norm: dict[str, list[str]] = {}
+    for u in records:
+        by_norm.setdefault(_norm(u), []).append(u)
+
+    def reach(url: str, depth: int = 0) -> list[str]:
+        out = []
+        for rec_url in by_norm.get(_norm(url)) or ([alias[_norm(url)]] if _norm(url) in alias else []):
+            status, body, location = records[rec_url]
+            if 300 <= status < 400 and location and depth < 3:
+                out += reach(location, depth + 1)
+            elif status == 200:
+                m = _PDF_META.search(body)
+                pdf = m.group(1).decode() if m else None
+                out.append(pdf if pdf in records and records[pdf][0] == 200 else rec_url)
+        return out
+
+    lists = sorted((shared_dir / "seeds").glob("*")) + [shared_dir / "websnap" / "extra-resources.md"]
+    listed = {m.group(0).rstrip(".,;:!?*_") for p in lists for m in _URL_IN_LIST.finditer(p.read_text())}
+    groups: dict[str, dict[str, set[str]]] = {}  # sha256 of the body -> {"records", "listed"}
+    for url in listed:
+        for rec_url in reach(url):
+            g = groups.setdefault(hashlib.sha256(records[rec_url][1]).hexdigest(), {"records": set(), "listed": set()})
+            g["records"].add(rec_url)
+            g["listed"].add(url)
+    return groups
+
+
+def test_every_archived_work_the_lists_name_is_a_document_or_a_named_duplicate(built, expected) -> None:
+    home, first, _ = built
+    assert first["resources"] == 238  # 181 from the five seeds (tests/test_catalog.py) + 57 extra resources
+    version = (home / "index" / "CURRENT").read_text().strip()
+    db = sqlite3.connect(home / "index" / "versions" / version / "store.sqlite")
+    docs = {r[0]: r for r in db.execute("SELECT doc_id, url, source_url, is_card FROM documents")}
+    sources = {_norm(r[2]) for r in docs.values() if not r[3]}
+    dup_urls = {_norm(d["url"]): d for d in first["duplicates"]}
+    merged_groups = 0
+    for g in expected.values():
+        held = any(_norm(u) in sources for u in g["records"])
+        named = [dup_urls[_norm(u)] for u in g["listed"] if _norm(u) in dup_urls]
+        assert held or named, f"archived work {sorted(g['records'])} is neither a document nor a named duplicate"
+        if not held:
+            merged_groups += 1
+            assert all(d["of"] in docs and d["reason"] for d in named)
+    # Each distinct archived body is one document, except copies merged by title (other versions of a paper).
+    assert first["documents"] == len(expected) - merged_groups
+    assert first["documents"] >= 112 and merged_groups <= 3
+    assert first["documents"] + first["cards"] + len(first["duplicates"]) == first["resources"]
+    assert first["from_archive"] >= first["documents"] and first["fetched"] == 0
     # ~2.9 M characters at ≤200 tokens a chunk; the exact number moves with chunking changes.
     assert 4000 <= first["chunks"] <= 6000
     assert first["embedded"] + first["reused_embeddings"] == first["chunks"]
     reasons = {f["error"] for f in first["failed"]}
     assert "HTTP 404 Not Found" in reasons and "not in the archive (offline)" in reasons
     assert all(set(f) == {"url", "stage", "error"} for f in first["failed"])
+    # Addresses are fetched as listed: the case-sensitive GitHub pages and http links are documents.
+    urls = " ".join(r[1] for r in docs.values() if not r[3])
+    for must in ("github.com/nvidia/megatron-lm", "github.com/microsoft/deepspeed", "github.com/flexflow/flexflow"):
+        assert must in urls
+    cov = first["coverage"]["total"]
+    assert cov["resources"] == 238 and cov["full_text"] + cov["abstract_only"] + cov["cards"] == 238
+    assert cov["reasons"]["offline (not in the archive)"] >= 100
+
+
+def test_one_record_per_work(built) -> None:
+    home, first, _ = built
+    dups = {d["doc_id"]: d for d in first["duplicates"]}
+    # ZeRO's ACM DOI page names the arXiv PDF as its citation_pdf_url: one work, under the arXiv id.
+    assert dups["doi:10.5555/3433701.3433727"]["of"] == "arxiv:1910.02054"
+    hits = json.loads(dmlqa("--home", str(home), "search", "ZeRO memory optimizations toward training trillion "
+                            "parameter models", "-k", "20", "--per-doc", "--json"))
+    assert not any(h["doc_id"] == "doi:10.5555/3433701.3433727" for h in hits)
+    answer = json.loads(dmlqa("--home", str(home), "ask", "How does ZeRO partition optimizer states?", "--json"))
+    cited = [(c["url"], c["page"]) for c in answer["citations"]]
+    assert len(cited) == len(set(cited))
+
+
+def test_years_from_arxiv_ids_keep_the_best_match_for_since(built) -> None:
+    home, _, _ = built
+    out = json.loads(dmlqa("--home", str(home), "related", "activation recomputation", "--since", "2020",
+                           "--format", "json"))
+    assert any("2205.05198" in (i.get("url") or "") for i in out["items"])
 
 
 def test_rebuild_reembeds_nothing(built: tuple[Path, dict, dict]) -> None:
     _, first, second = built
     assert second["embedded"] == 0 and second["reused_embeddings"] == second["chunks"] == first["chunks"]
-    assert second["documents"] == first["documents"] and second["reused_documents"] == first["documents"]
+    # Every text extracted the first time is reused (copies merged into one work included).
+    assert second["documents"] == first["documents"] and second["reused_documents"] == first["extracted"] > 0
     assert second["index_version"] != first["index_version"]
 
 

@@ -5,10 +5,14 @@ from __future__ import annotations
 import re
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from dmlqa.models import KINDS
 from dmlqa.urls import (
+    address,
     arxiv_id,
+    arxiv_year,
     canonicalize,
     doi,
     github_repo,
@@ -16,6 +20,7 @@ from dmlqa.urls import (
     is_non_resource,
     is_url_title,
     resource_id,
+    spelling_key,
     url_title,
 )
 
@@ -223,3 +228,60 @@ def test_non_resources(url: str, fragment: str) -> None:
 )
 def test_resources_are_not_non_resources(url: str) -> None:
     assert is_non_resource(url) is None
+
+
+# -- properties (issue 9, item 8) ---------------------------------------------------------------------
+
+_HOST_PART = st.text(alphabet="abcdefghijklmnopqrstuvwxyz0123456789-", min_size=1, max_size=8)
+_PATH_PART = st.text(alphabet="abcXYZ019-._~%/:@!$&'()*+,;=", max_size=12)
+_URLISH = st.builds(
+    lambda scheme, www, labels, port, path, query, frag: (
+        f"{scheme}{'www.' if www else ''}{'.'.join(labels)}{port}/{path}{query}{frag}"
+    ),
+    st.sampled_from(["http://", "https://", "HTTP://", "", "//"]),
+    st.booleans(),
+    st.lists(_HOST_PART, min_size=1, max_size=3),
+    st.sampled_from(["", ":80", ":443", ":8080"]),
+    _PATH_PART,
+    st.sampled_from(["", "?a=1", "?utm_source=x&b=2", "?fbclid=1"]),
+    st.sampled_from(["", "#x"]),
+)
+
+
+@settings(max_examples=400, deadline=None)
+@given(st.one_of(_URLISH, st.text(max_size=40)))
+def test_canonicalize_is_idempotent_and_accepts_its_own_output(raw: str) -> None:
+    try:
+        once = canonicalize(raw)
+    except ValueError:
+        return
+    assert canonicalize(once) == once  # never a URL it would reject, never a different spelling
+    assert resource_id(once) == resource_id(canonicalize(once))
+
+
+def test_canonicalize_keeps_www_when_stripping_it_would_leave_no_domain() -> None:
+    assert canonicalize("www.ww") == "https://www.ww"
+    assert canonicalize(canonicalize("www.ww")) == "https://www.ww"
+    assert canonicalize("http://www.example.org/a/") == "https://example.org/a"
+
+
+def test_address_is_the_link_as_written_and_identity_is_canonical() -> None:
+    assert address("http://www.vldb.org/pvldb/vol13/p3005-li.pdf") == "http://www.vldb.org/pvldb/vol13/p3005-li.pdf"
+    assert address("https://github.com/NVIDIA/Megatron-LM#readme") == "https://github.com/NVIDIA/Megatron-LM"
+    assert address("www.oneflow.org") == "https://www.oneflow.org"
+    assert canonicalize("https://github.com/NVIDIA/Megatron-LM") == "https://github.com/nvidia/megatron-lm"
+    with pytest.raises(ValueError):
+        address("file:///etc/passwd")
+
+
+def test_spelling_key_meets_scheme_www_slash_and_github_case_but_not_abs_and_pdf() -> None:
+    assert spelling_key("https://github.com/NVIDIA/Megatron-LM/blob/main/docs/A.md") == spelling_key(
+        "http://www.github.com/nvidia/megatron-lm/blob/main/docs/A.md/")
+    assert spelling_key("https://github.com/o/r/blob/main/A.md") != spelling_key("https://github.com/o/r/blob/main/a.md")
+    assert spelling_key("https://arxiv.org/abs/1910.02054") != spelling_key("https://arxiv.org/pdf/1910.02054")
+
+
+def test_arxiv_year() -> None:
+    assert arxiv_year("1910.02054") == 2019 and arxiv_year("2205.05198v1") == 2022
+    assert arxiv_year("cs/0112017") == 2001 and arxiv_year("math.GT/9903123") == 1999
+    assert arxiv_year("2213.00001") is None and arxiv_year(None) is None

@@ -36,6 +36,7 @@ from dmlqa import __version__
 from dmlqa.errors import DmlqaError
 from dmlqa.fetch import header_dict, sniff_content_type, storable_headers, utc_now_iso
 from dmlqa.models import FetchResult
+from dmlqa.urls import spelling_key
 
 logger = logging.getLogger(__name__)
 
@@ -454,21 +455,6 @@ class Manifest:
 # -- replay ---------------------------------------------------------------------------------------
 
 
-def url_key(url: str) -> str:
-    """A URL with trivial differences erased: scheme, ``www.``, default port, trailing slash, fragment."""
-    parts = urlsplit(url.strip())
-    host = (parts.hostname or "").lower()
-    if host.startswith("www."):
-        host = host[4:]
-    try:
-        port = parts.port
-    except ValueError:
-        port = None
-    netloc = host if port in (None, 80, 443) else f"{host}:{port}"
-    path = parts.path.rstrip("/")
-    return f"{netloc}{path}" + (f"?{parts.query}" if parts.query else "")
-
-
 @dataclass(frozen=True)
 class _IndexEntry:
     url: str
@@ -498,7 +484,7 @@ class ArchiveReplay:
         for path in self.paths:
             self._index(path)
         for url in self._exact:
-            self._fuzzy.setdefault(url_key(url), []).append(url)
+            self._fuzzy.setdefault(spelling_key(url), []).append(url)
         logger.info("replay archive: %d URLs from %d file(s)", len(self._exact), len(self.paths))
 
     def _index(self, path: Path) -> None:
@@ -566,7 +552,7 @@ class ArchiveReplay:
         hit = self._exact.get(url)
         if hit is not None and hit.url not in skip:
             return hit
-        key = url_key(url)
+        key = spelling_key(url)
         scheme = urlsplit(url).scheme.lower()
         best: _IndexEntry | None = None
         best_rank = 99
@@ -578,7 +564,7 @@ class ArchiveReplay:
             if (
                 entry.location
                 and 300 <= entry.status < 400
-                and url_key(urljoin(entry.url, entry.location)) == key
+                and spelling_key(urljoin(entry.url, entry.location)) == key
             ):
                 continue
             cand_scheme = urlsplit(candidate).scheme.lower()

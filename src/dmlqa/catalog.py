@@ -27,6 +27,9 @@ from dmlqa.errors import CatalogError
 from dmlqa.fsutil import atomic_write_text
 from dmlqa.models import Resource
 from dmlqa.urls import (
+    address,
+    arxiv_id,
+    arxiv_year,
     canonicalize,
     guess_kind,
     is_non_resource,
@@ -567,7 +570,7 @@ def parse_list(text: str, name: str) -> ParsedList:
         name=name,
         title=title or name,
         upstream=_upstream(meta, text),
-        resources=tuple(found.values()),
+        resources=tuple(_dated(r) for r in found.values()),
         issues=tuple(issues),
         skipped=tuple(skipped),
     )
@@ -625,6 +628,7 @@ def _parse_line(
             continue
         try:
             url = canonicalize(target)
+            listed = address(target)
         except ValueError as exc:
             note(str(exc), issue=True)
             continue
@@ -650,7 +654,7 @@ def _parse_line(
         kind = guess_kind(url, title=title, tag=own_tag, section=section,
                           parent_tag=parent.tag if parent else None)
         res = Resource(id=resource_id(url), url=url, title=title, kind=kind, authors=facts.authors,
-                       venue=facts.venue, year=facts.year, topics=topics, lists=(name,))
+                       venue=facts.venue, year=facts.year, topics=topics, lists=(name,), aliases=(listed,))
         found[res.id] = _combine(found[res.id], res) if res.id in found else res
         if first is None:
             first = _Parent(_Facts(title, facts.authors, facts.venue, facts.year),
@@ -662,6 +666,16 @@ def _parse_line(
 
 
 # -- merging -------------------------------------------------------------------------------------
+
+
+def _dated(res: Resource) -> Resource:
+    """An undated arXiv entry gets the year its id dates it to (YYMM). Applied once all sightings in
+    a list are combined, so a year any sighting states (it may be the venue's) wins over the id's."""
+    if res.year is None:
+        year = arxiv_year(arxiv_id(res.url))
+        if year is not None:
+            return replace(res, year=year)
+    return res
 
 def _union(a: tuple[str, ...], b: tuple[str, ...]) -> tuple[str, ...]:
     return a + tuple(x for x in dict.fromkeys(b) if x not in a)
@@ -681,6 +695,7 @@ def _combine(old: Resource, new: Resource) -> Resource:
         year=old.year or new.year,
         topics=_union(old.topics, new.topics),
         lists=_union(old.lists, new.lists),
+        aliases=_union(old.aliases, new.aliases),
     )
 
 

@@ -47,6 +47,7 @@ from dmlqa.build import (
     _Fetched,
     _local_documents,
     _timed,
+    one_per_work,
     sync_store,
 )
 from dmlqa.docstore import DocStore
@@ -399,8 +400,7 @@ def run_stages(
             with _timed(report, "extract"):
                 docs.extend(_local_documents(settings, store, report))
                 sync_store(store, docs, report)
-        report.documents = sum(1 for d in docs if not d.is_card)
-        report.cards = sum(1 for d in docs if d.is_card)
+        docs = one_per_work(resources, docs, report)
 
         with _timed(report, "chunk"):
             chunks = _chunk_all(ray, settings, docs, report)

@@ -17,10 +17,16 @@ KINDS = ("paper", "repo", "docs", "article", "video", "slides")
 
 @dataclass(frozen=True)
 class Resource:
-    """One catalog entry: the facts a list gives about a link, never the list's prose."""
+    """One catalog entry: the facts a list gives about a link, never the list's prose.
+
+    ``url`` is the canonical URL, the resource's *identity* (https, no ``www.``, lower-case GitHub
+    owner/repo, one arXiv id for abs/pdf/vN): two spellings of one link meet there. ``aliases`` are
+    the *addresses* the lists wrote, exactly as written: what the fetcher requests, because an
+    http-only host or a case-sensitive path is lost when the identity is requested instead.
+    """
 
     id: str
-    url: str  # canonical URL
+    url: str  # canonical URL (identity)
     title: str
     kind: str = "article"
     authors: tuple[str, ...] = ()
@@ -28,12 +34,19 @@ class Resource:
     year: int | None = None
     topics: tuple[str, ...] = ()
     lists: tuple[str, ...] = ()
+    aliases: tuple[str, ...] = ()  # every address a list gave for it, first seen first
+
+    @property
+    def address(self) -> str:
+        """The URL to request: the first address a list gave (the canonical URL for old catalogs)."""
+        return self.aliases[0] if self.aliases else self.url
 
     def to_json(self) -> dict[str, Any]:
         d = asdict(self)
         d["authors"] = list(self.authors)
         d["topics"] = list(self.topics)
         d["lists"] = list(self.lists)
+        d["aliases"] = list(self.aliases)
         return d
 
     @classmethod
@@ -48,6 +61,7 @@ class Resource:
             year=d.get("year"),
             topics=tuple(d.get("topics") or ()),
             lists=tuple(d.get("lists") or ()),
+            aliases=tuple(d.get("aliases") or ()),
         )
 
 
@@ -103,6 +117,9 @@ class Document:
     topics: tuple[str, ...] = ()
     is_card: bool = False  # indexed from catalog facts only (full text unavailable)
     sha256: str = ""  # of the source bytes the text was extracted from
+    #: every URL the work is known by (canonical URLs and listed addresses of all its copies)
+    aliases: tuple[str, ...] = ()
+    lists: tuple[str, ...] = ()  # the lists that name it (any of its copies)
 
     @property
     def text(self) -> str:
@@ -111,7 +128,7 @@ class Document:
     def to_json(self) -> dict[str, Any]:
         d = asdict(self)
         d["blocks"] = [asdict(b) for b in self.blocks]
-        for key in ("authors", "topics"):
+        for key in ("authors", "topics", "aliases", "lists"):
             d[key] = list(d[key])
         return d
 
@@ -119,8 +136,8 @@ class Document:
     def from_json(cls, d: dict[str, Any]) -> Document:
         d = dict(d)
         d["blocks"] = tuple(Block(**b) for b in d["blocks"])
-        d["authors"] = tuple(d.get("authors") or ())
-        d["topics"] = tuple(d.get("topics") or ())
+        for key in ("authors", "topics", "aliases", "lists"):
+            d[key] = tuple(d.get(key) or ())
         return cls(**d)
 
 
@@ -178,7 +195,7 @@ class Failure:
     """A resource that could not be (fully) processed, for the build report."""
 
     url: str
-    stage: str  # catalog | fetch | extract | chunk | embed | index
+    stage: str  # catalog | fetch | extract | local (a bad file or record in corpus/local) | chunk | embed | index
     error: str
 
     def to_json(self) -> dict[str, str]:
@@ -216,6 +233,8 @@ class Answer:
     seconds: float = 0.0
     notice: str | None = None  # e.g. why the LLM was not used
     flags: tuple[str, ...] = ()  # e.g. "removed invented citation [9]", "unsupported: <sentence>"
+    #: Documents the year filters left out only because their year is unknown (front ends say so).
+    undated_excluded: int = 0
 
     def to_json(self) -> dict[str, Any]:
         return {

@@ -26,13 +26,13 @@ import threading
 import unicodedata
 from collections import OrderedDict
 from collections.abc import Iterable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any
 
 import numpy as np
 
 from dmlqa.index import IndexVersion
-from dmlqa.search import Filters, Searcher, allowed_docs, rrf
+from dmlqa.search import Filters, Searcher, allowed_docs, rrf, undated_excluded
 from dmlqa.urls import arxiv_id, canonicalize, doi, resource_id
 
 #: Weight of the mean of all chunk vectors against the first chunk (title + opening) in a
@@ -98,6 +98,8 @@ class RelatedResult:
     target: str | None
     items: tuple[Related, ...]
     notice: str | None = None
+    #: Documents the ``since`` filter left out only because their year is unknown (not in the JSON).
+    undated_excluded: int = 0
 
     def to_json(self) -> dict[str, Any]:
         return {
@@ -183,10 +185,12 @@ def _url_map(version: IndexVersion) -> dict[str, str]:
             _URL_MAPS.move_to_end(key)
             return found
     out: dict[str, str] = {}
-    # Source URLs first, so that a catalog URL wins over another document's source URL.
-    for u, doc_id in [(d.source_url, d.doc_id) for d in version.docs.values()] + [
-        (d.url, d.doc_id) for d in version.docs.values()
-    ]:
+    # Source URLs first, then the aliases of merged copies (dmlqa.works), so that a catalog URL
+    # wins over another document's source URL.
+    docs = list(version.docs.values())
+    for u, doc_id in [(d.source_url, d.doc_id) for d in docs] + [
+        (a, d.doc_id) for d in docs for a in d.aliases
+    ] + [(d.url, d.doc_id) for d in docs]:
         try:
             out[canonicalize(u)] = doc_id
         except ValueError:
@@ -461,9 +465,11 @@ def _reason_passage(
     return _shorten(texts[ordered[0]].text) if ordered[0] in texts else ""
 
 
-def _allowed_mask(version: IndexVersion, dv: DocVectors, since: int | None, kinds: tuple[str, ...]) -> np.ndarray:
+def _allowed_mask(
+    version: IndexVersion, dv: DocVectors, since: int | None, kinds: tuple[str, ...], include_undated: bool = False
+) -> np.ndarray:
     mask = dv.has_vector.copy()
-    allowed = allowed_docs(version, Filters(kinds=tuple(kinds), since=since))
+    allowed = allowed_docs(version, Filters(kinds=tuple(kinds), since=since, include_undated=include_undated))
     if allowed is not None:
         mask &= np.fromiter((d in allowed for d in dv.doc_ids), dtype=bool, count=len(dv.doc_ids))
     return mask
@@ -495,7 +501,7 @@ def _item(version: IndexVersion, doc_id: str, score: float, reason: str) -> Rela
 
 def rank_like_doc(
     version: IndexVersion, target: str, *, k: int = 10, since: int | None = None, kinds: tuple[str, ...] = (),
-    dv: DocVectors | None = None, topic_bonus: float | None = None,
+    dv: DocVectors | None = None, topic_bonus: float | None = None, include_undated: bool = False,
 ) -> list[Related]:
     """Documents most like the indexed document ``target`` (itself and its other copies excluded)."""
     dv = dv or doc_vectors(version)
@@ -508,7 +514,7 @@ def rank_like_doc(
         if pos is not None:
             bonus[pos] = np.maximum(bonus[pos], dv.topic_weight.get(topic, 0.0))
     scores = dv.rep @ dv.rep[t] + bonus_w * bonus
-    mask = _allowed_mask(version, dv, since, kinds)
+    mask = _allowed_mask(version, dv, since, kinds, include_undated)
     mask[t] = False
     picked = _pick(version, dv, scores, mask, k, query=t)
     items: list[Related] = []
@@ -531,6 +537,7 @@ def rank_like_doc(
 def rank_like_text(
     searcher: Searcher, version: IndexVersion, text: str, *, k: int = 10, since: int | None = None,
     kinds: tuple[str, ...] = (), dv: DocVectors | None = None, doc_weight: float | None = None,
+    include_undated: bool = False,
 ) -> list[Related]:
     """Documents most like free ``text``: document-vector cosine blended with the best passage's cosine.
 
@@ -541,14 +548,14 @@ def rank_like_text(
     dv = dv or doc_vectors(version)
     w = TEXT_DOC_WEIGHT if doc_weight is None else doc_weight
     qvec = np.asarray(searcher.embed_query(text, version), dtype=np.float32)
-    mask = _allowed_mask(version, dv, since, kinds)
+    mask = _allowed_mask(version, dv, since, kinds, include_undated)
     centered = bool(np.any(dv.center))
     probe_rep = _normalise(qvec - dv.center) if centered else qvec
     doc_sims = dv.rep @ probe_rep
     n = max(TEXT_CANDIDATES, 3 * k)
     by_vector = [int(i) for i in np.argsort(-np.where(mask, doc_sims, -np.inf))[:n] if mask[i]]
 
-    allowed = allowed_docs(version, Filters(kinds=tuple(kinds), since=since))
+    allowed = allowed_docs(version, Filters(kinds=tuple(kinds), since=since, include_undated=include_undated))
     rows_n = max(100, 10 * n)
     dense = searcher.dense_ranking(version, qvec, rows_n, allowed)
     lexical = searcher.lexical_ranking(version, text, rows_n, allowed)
@@ -582,7 +589,8 @@ def _url_words(url: str) -> str:
 
 
 def related(
-    searcher: Searcher, query: str, *, k: int = 10, since: int | None = None, kinds: tuple[str, ...] = ()
+    searcher: Searcher, query: str, *, k: int = 10, since: int | None = None, kinds: tuple[str, ...] = (),
+    include_undated: bool = False,
 ) -> RelatedResult:
     """Document-level recommendations for a resource or a text.
 
@@ -590,13 +598,16 @@ def related(
         searcher: an open :class:`~dmlqa.search.Searcher` (its current version is used throughout).
         query: a URL, arXiv id, DOI or doc id of an indexed resource, or free text.
         k: how many documents to return.
-        since: keep documents from this year on (documents of unknown year are dropped).
+        since: keep documents from this year on; documents of unknown year are left out (and counted
+            in ``undated_excluded``) unless ``include_undated``.
         kinds: keep only these kinds (``paper``, ``repo``…); empty keeps all.
+        include_undated: with ``since``, keep documents whose year is unknown.
 
     Returns:
         A :class:`RelatedResult`; ``target`` is the resolved doc id (excluded from the items, as are
         other copies of the same work), ``notice`` says when an identifier was not in the index and
-        the query was read as text instead.
+        the query was read as text instead, ``undated_excluded`` how many documents ``since`` left
+        out only for want of a year.
     """
     query = query.strip()
     if not query:
@@ -605,26 +616,39 @@ def related(
     dv = doc_vectors(version)
     if not dv.doc_ids:
         return RelatedResult(query=query, target=None, items=(), notice="the index holds no documents")
+    opts = {"since": since, "kinds": kinds, "include_undated": include_undated, "dv": dv}
     ident = identify(query)
     target = _lookup(version, query, ident)
+    undated = _undated_candidates(version, Filters(kinds=tuple(kinds), since=since, include_undated=include_undated),
+                                  target)
     if target is not None:
         if dv.has_vector[dv.pos[target]]:
-            items = rank_like_doc(version, target, k=k, since=since, kinds=kinds, dv=dv)
-            return RelatedResult(query=query, target=target, items=tuple(items), notice=None)
+            items = rank_like_doc(version, target, k=k, **opts)
+            return RelatedResult(query=query, target=target, items=tuple(items), notice=None,
+                                 undated_excluded=undated)
         # Indexed without any text: its title is all there is to compare.
         title = version.docs[target].title
-        items = [r for r in rank_like_text(searcher, version, title, k=k + 1, since=since, kinds=kinds, dv=dv)
-                 if r.doc_id != target][:k]
+        items = [r for r in rank_like_text(searcher, version, title, k=k + 1, **opts) if r.doc_id != target][:k]
         notice = f"{target} has no indexed text; related to its title instead"
-        return RelatedResult(query=query, target=target, items=tuple(items), notice=notice)
+        return RelatedResult(query=query, target=target, items=tuple(items), notice=notice, undated_excluded=undated)
     notice = None
     text = query
     if ident is not None:
         notice = f"{ident.label} {query} is not in the index; showing documents related to it as free text"
         if ident.label == "URL":
             text = _url_words(ident.urls[0] if ident.urls else query) or query
-    items = rank_like_text(searcher, version, text, k=k, since=since, kinds=kinds, dv=dv)
-    return RelatedResult(query=query, target=None, items=tuple(items), notice=notice)
+    items = rank_like_text(searcher, version, text, k=k, **opts)
+    return RelatedResult(query=query, target=None, items=tuple(items), notice=notice, undated_excluded=undated)
+
+
+def _undated_candidates(version: IndexVersion, filters: Filters, target: str | None) -> int:
+    """:func:`~dmlqa.search.undated_excluded`, not counting the query document itself."""
+    n = undated_excluded(version, filters)
+    if n and target is not None and version.docs[target].year is None:
+        kept = allowed_docs(version, replace(filters, include_undated=True))
+        if kept is None or target in kept:
+            n -= 1
+    return n
 
 
 def clear_cache() -> None:

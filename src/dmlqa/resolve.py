@@ -11,6 +11,7 @@ two with fallbacks, so a missing PDF degrades to the landing page's abstract ins
 from __future__ import annotations
 
 import logging
+from collections.abc import Sequence
 from dataclasses import dataclass
 from html.parser import HTMLParser
 from urllib.parse import parse_qs, quote, urljoin, urlsplit
@@ -184,26 +185,28 @@ async def _through_landing(
     return Resolved(url=url, document=pdf, landing=readable, notes=tuple(notes))
 
 
-async def fetch_resource(fetcher: Fetcher, url: str) -> Resolved:
-    """Fetch the best document for a resource URL, falling back step by step.
+async def fetch_resource(fetcher: Fetcher, url: str, *, aliases: Sequence[str] = ()) -> Resolved:
+    """Fetch the best document for a resource, falling back step by step.
 
-    Tries :func:`candidate_urls` in order (resolved full-text URL first, the original last);
-    an HTML result naming a citation_pdf_url leads on to that PDF, and when the PDF cannot be
-    had the landing page itself is the document. Raises :class:`FetchError` carrying the
-    original ``url`` and the most informative of the failures only when nothing was fetched.
+    ``url`` is the address a list gave (requested as written); ``aliases`` are other addresses
+    lists gave for the same resource, tried when ``url`` yields nothing. For each address,
+    :func:`candidate_urls` is tried in order (resolved full-text URL first, the address itself
+    last); an HTML result naming a citation_pdf_url leads on to that PDF, and when the PDF cannot
+    be had the landing page itself is the document. Raises :class:`FetchError` carrying ``url``
+    and the most informative of the failures only when nothing was fetched.
     """
     notes: list[str] = []
     failures: list[tuple[str, FetchError]] = []
     failed: dict[str, FetchError] = {}
-    candidates = candidate_urls(url)
-    for candidate in candidates:
+    candidates = list(dict.fromkeys(c for u in (url, *aliases) for c in candidate_urls(u)))
+    for i, candidate in enumerate(candidates):
         try:
             result = await fetcher.fetch(candidate)
         except FetchError as exc:
             failures.append((candidate, exc))
             failed[candidate] = exc
-            if candidate != candidates[-1]:
-                notes.append(f"{candidate} failed: {exc.reason}; trying {candidates[-1]}")
+            if i + 1 < len(candidates):
+                notes.append(f"{candidate} failed: {exc.reason}; trying {candidates[i + 1]}")
             continue
         return await _through_landing(fetcher, url, result, notes, failed)
     # The original's own failure wins ties: it is the URL the user listed.

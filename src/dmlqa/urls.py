@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import hashlib
 import re
+from datetime import date
 from urllib.parse import parse_qsl, quote, unquote, urlencode, urlsplit, urlunsplit
 
 # -- patterns ------------------------------------------------------------------------------------
@@ -123,8 +124,7 @@ def canonicalize(url: str) -> str:
         raise ValueError(f"URL host is not a valid domain name: {raw!r}") from None
     if not _HOST_RE.match(host) or "." not in host and host != "localhost":
         raise ValueError(f"URL host is not a valid domain name: {host!r} in {raw!r}")
-    if host.startswith("www."):
-        host = host[4:]
+    host = _strip_www(host)
     netloc = host if port in (None, 80, 443) else f"{host}:{port}"
 
     path = quote(parts.path, safe="/%:@!$&'()*+,;=-._~")
@@ -136,19 +136,75 @@ def canonicalize(url: str) -> str:
             return f"https://arxiv.org/abs/{am.group('id')}"
         netloc = "arxiv.org"
     if host == "github.com":
-        segs = path.split("/")
-        if len(segs) >= 3 and segs[1] and segs[1].lower() not in _GITHUB_RESERVED:
-            segs[1] = segs[1].lower()
-            if segs[2]:
-                segs[2] = segs[2].lower().removesuffix(".git")
-            path = "/".join(segs)
-        elif len(segs) == 2:
-            path = "/" + segs[1].lower()
+        path = _github_path(path)
     if host == "dx.doi.org":
         netloc = "doi.org"
 
     path = path.rstrip("/")
     return urlunsplit(("https", netloc, path, query, ""))
+
+
+def _github_path(path: str) -> str:
+    """A github.com path with its owner/repo part lower-cased (GitHub ignores their case; the rest
+    of the path is case-sensitive) and ``.git`` dropped from the repository name."""
+    segs = path.split("/")
+    if len(segs) >= 3 and segs[1] and segs[1].lower() not in _GITHUB_RESERVED:
+        segs[1] = segs[1].lower()
+        if segs[2]:
+            segs[2] = segs[2].lower().removesuffix(".git")
+        return "/".join(segs)
+    if len(segs) == 2:
+        return "/" + segs[1].lower()
+    return path
+
+
+def _strip_www(host: str) -> str:
+    """``www.example.org`` → ``example.org``, but never a host that is not a domain name (``www.ww``).
+
+    Stripping ``www.`` from a host whose rest has no dot would give a name that :func:`canonicalize`
+    itself rejects, so canonicalisation would not be idempotent.
+    """
+    if host.startswith("www.") and "." in host[4:]:
+        return host[4:]
+    return host
+
+
+def spelling_key(url: str) -> str:
+    """A key under which spellings of one *address* meet: scheme, ``www.``, default port, trailing
+    slash, fragment and the case of a GitHub owner/repo are erased; nothing else.
+
+    Weaker than :func:`canonicalize` on purpose: ``arxiv.org/abs/X`` and ``arxiv.org/pdf/X`` are one
+    work but two different responses, so an archive looked up by this key never serves one for the
+    other. Used by archive replay to find a record under any equivalent spelling of the URL asked for.
+    """
+    try:
+        parts = urlsplit(url.strip())
+        port = parts.port
+    except ValueError:
+        parts, port = urlsplit(""), None
+    host = _strip_www((parts.hostname or "").lower())
+    netloc = host if port in (None, 80, 443) else f"{host}:{port}"
+    path = parts.path.rstrip("/")
+    if host == "github.com":
+        path = _github_path(path)
+    return f"{netloc}{path}" + (f"?{parts.query}" if parts.query else "")
+
+
+def address(url: str) -> str:
+    """The URL to request for a link as a list wrote it: exactly as written, except that a
+    scheme-less ``www.host/...`` or ``//host/...`` gets ``https:`` and surrounding ``<>`` go.
+
+    ``http`` stays ``http`` and GitHub paths keep their case: some hosts serve only http, and an
+    archive holds a response under the URL that was requested (see PITFALLS: address vs identity).
+    Raises :class:`ValueError` for what :func:`canonicalize` rejects.
+    """
+    canonicalize(url)  # the same validation, the same messages
+    raw = url.strip().strip("<>").strip()
+    if raw.startswith("//"):
+        return "https:" + raw
+    if raw.lower().startswith("www."):
+        return "https://" + raw
+    return raw.split("#", 1)[0]
 
 
 def _clean_query(query: str) -> str:
@@ -184,6 +240,28 @@ def arxiv_id(url: str) -> str | None:
         return None
     m = _ARXIV_PATH.match(path)
     return m.group("id") if m else None
+
+
+def arxiv_year(ident: str | None) -> int | None:
+    """The year an arXiv id dates its paper to: ``1910.02054`` → 2019, ``cs/0112017`` → 2001.
+
+    New-style ids start with YYMM (since April 2007); old-style ids end with YYMMNNN. None for
+    anything else, and for a month that does not exist (not an arXiv id after all).
+    """
+    if not ident:
+        return None
+    m = re.fullmatch(r"(\d{2})(\d{2})\.\d{4,5}(?:v\d+)?", ident)
+    if m is not None:  # new style, used from April 2007 on
+        year = 2000 + int(m.group(1))
+        ok = 2007 <= year <= date.today().year + 1
+    else:
+        m = re.fullmatch(r"[a-z][a-z-]*(?:\.[A-Za-z]{2})?/(\d{2})(\d{2})\d{3}(?:v\d+)?", ident, re.IGNORECASE)
+        if m is None:
+            return None
+        yy = int(m.group(1))
+        year = 1900 + yy if yy >= 91 else 2000 + yy
+        ok = year <= 2007
+    return year if ok and 1 <= int(m.group(2)) <= 12 else None
 
 
 def doi(url: str) -> str | None:
