@@ -20,7 +20,7 @@ import numpy as np
 
 from dmlqa.lexical import tokenize
 from dmlqa.models import Answer, Citation, Hit
-from dmlqa.search import Filters, Searcher, SearchOptions
+from dmlqa.search import Filters, Searcher, SearchOptions, undated_excluded
 
 REFUSAL = "The knowledge base has nothing on this."
 MAX_QUESTION_CHARS = 2000
@@ -298,6 +298,7 @@ class Asker:
                             refused=True, notice="empty question")
             return AskStream(iter(()), lambda: answer)
         hits = retrieve(self.searcher, text, options)
+        undated = undated_excluded(self.searcher.version, options.filters)
         notices = [notice] if notice else []
         if _latin_share(text) < 0.5:
             notices.append("the knowledge base is in English; questions in other languages match poorly")
@@ -311,14 +312,14 @@ class Asker:
             all_notices = notices + ([extra_notice] if extra_notice else [])
             return Answer(question=text, answer=body, citations=tuple(cites), backend="extractive", refused=refused,
                           retrieved=tuple(hits), seconds=time.perf_counter() - t0,
-                          notice="; ".join(all_notices) or None, flags=tuple(flags))
+                          notice="; ".join(all_notices) or None, flags=tuple(flags), undated_excluded=undated)
 
         if self.llm is None or not options.use_llm or not hits:
             answer = extractive()
             return AskStream(iter([answer.answer]), lambda: answer)
-        return self._llm_stream(text, hits, notices, extractive, t0)
+        return self._llm_stream(text, hits, notices, extractive, t0, undated)
 
-    def _llm_stream(self, text, hits, notices, extractive, t0) -> AskStream:  # noqa: ANN001
+    def _llm_stream(self, text, hits, notices, extractive, t0, undated: int = 0) -> AskStream:  # noqa: ANN001
         from dmlqa.citations import check_citations
         from dmlqa.llm import LLMError
 
@@ -340,7 +341,7 @@ class Asker:
             box["answer"] = Answer(
                 question=text, answer=checked.text, citations=checked.citations, backend=llm.name,
                 refused=checked.refused, retrieved=tuple(hits), seconds=time.perf_counter() - t0,
-                notice="; ".join(notices) or None, flags=checked.flags,
+                notice="; ".join(notices) or None, flags=checked.flags, undated_excluded=undated,
             )
 
         it = gen()

@@ -19,14 +19,16 @@ specific reason for the build report; nothing else escapes (pypdf in particular 
 from __future__ import annotations
 
 import codecs
+import datetime
 import hashlib
 import io
+import json
 import logging
 import mimetypes
 import re
 import unicodedata
 from collections import deque
-from collections.abc import Iterable
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from urllib.parse import urljoin, urlsplit
@@ -40,6 +42,7 @@ from pypdf.errors import DependencyError
 
 from dmlqa.errors import ExtractError
 from dmlqa.models import BLOCK_SEPARATOR, Block, Document, Resource
+from dmlqa.urls import arxiv_year
 
 log = logging.getLogger(__name__)
 # pypdf warns about every small defect of real-world PDFs; those are not our news.
@@ -100,10 +103,12 @@ class Extracted:
     content_type: str  # "pdf" | "html" | "markdown" | "text"
     title: str | None = None
     authors: tuple[str, ...] = ()
-    date: str | None = None
+    date: str | None = None  # the date string the body states (or the PDF's creation date)
     pages: int | None = None  # PDFs
     #: ``citation_pdf_url`` of a publisher landing page: where the full text is (absolute URL).
     pdf_url: str | None = None
+    #: Publication year the body states (meta tags, arXiv stamp, copyright line), validated.
+    year: int | None = None
 
     @property
     def text(self) -> str:
@@ -135,12 +140,25 @@ def extract_bytes(body: bytes, content_type: str, *, url: str = "", charset: str
     return extract_text(text, url=url)
 
 
-def extract_file(path: Path) -> Extracted:
-    """Extract a local file: its type comes from the suffix, corrected by sniffing the bytes."""
+def extract_file(path: Path, *, max_bytes: int | None = None) -> Extracted:
+    """Extract a local file: its type comes from the suffix, corrected by sniffing the bytes.
+
+    With ``max_bytes``, a larger file is refused from its size alone (checked before reading, and
+    again while reading, in case it grows): it is never loaded whole.
+    """
     path = Path(path)
     name = str(path)
     try:
-        body = path.read_bytes()
+        if max_bytes is not None:
+            size = path.stat().st_size
+            if size > max_bytes:
+                raise ExtractError(name, _too_large(size, max_bytes))
+            with path.open("rb") as fh:
+                body = fh.read(max_bytes + 1)
+            if len(body) > max_bytes:
+                raise ExtractError(name, _too_large(len(body), max_bytes))
+        else:
+            body = path.read_bytes()
     except OSError as e:
         raise ExtractError(name, f"cannot read file: {e.strerror or e}") from e
     content_type = SUFFIX_TYPES.get(path.suffix.lower()) or mimetypes.guess_type(path.name)[0]
@@ -148,6 +166,12 @@ def extract_file(path: Path) -> Extracted:
         # an unknown suffix (README, LICENSE, notes.log): text unless it looks binary
         content_type = "application/octet-stream" if b"\x00" in body[:8192] else "text/plain"
     return extract_bytes(body, content_type, url=name)
+
+
+def _too_large(size: int, cap: int) -> str:
+    from dmlqa.localdocs import too_large_reason
+
+    return too_large_reason(size, cap)
 
 
 def detect_kind(body: bytes, media_type: str, *, url: str = "") -> str:
@@ -190,11 +214,12 @@ def to_document(resource: Resource, extracted: Extracted, *, source_url: str, sh
 
     Catalog facts win over what the body says about itself (a list's title is chosen by a person; a
     PDF's metadata title is often "Microsoft Word - draft3.docx"), except where the catalog has
-    nothing: a title that is only the URL, or no authors.
+    nothing: a title that is only the URL; a year and authors as :func:`merge_facts` decides.
     """
     title = resource.title
     if _is_url_title(title, resource.url) and extracted.title:
         title = extracted.title
+    year, authors = merge_facts(resource, year=extracted.year, authors=extracted.authors)
     return Document(
         doc_id=resource.id,
         url=resource.url,
@@ -203,9 +228,9 @@ def to_document(resource: Resource, extracted: Extracted, *, source_url: str, sh
         source_url=source_url,
         content_type=extracted.content_type,
         kind=resource.kind,
-        authors=resource.authors or extracted.authors,
+        authors=authors,
         venue=resource.venue,
-        year=resource.year,
+        year=year,
         topics=resource.topics,
         is_card=False,
         sha256=sha256,
@@ -300,12 +325,8 @@ def extract_html(body: bytes, *, url: str = "", charset: str | None = None) -> E
             raise ExtractError(url, "no readable text in the HTML page")
         blocks = [Block(f"{title}\n{abstract}" if title else abstract, section="Abstract")]
 
-    authors = tuple(a for a in (clean_text(x) for x in meta.get("citation_author", [])) if a)
-    if not authors and result is not None and result.author:
-        authors = tuple(a.strip() for a in result.author.split(";") if a.strip())
-    date = _first(meta, "citation_publication_date", "citation_date", "dc.date") or (
-        result.date if result else None
-    )
+    authors = _html_authors(meta, result.author if result is not None else None)
+    date, year = _html_date(meta, tree, result.date if result is not None else None)
     pdf_url = _first(meta, "citation_pdf_url")
     return Extracted(
         blocks=tuple(blocks),
@@ -314,7 +335,80 @@ def extract_html(body: bytes, *, url: str = "", charset: str | None = None) -> E
         authors=authors,
         date=date,
         pdf_url=urljoin(url, pdf_url) if pdf_url else None,
+        year=year,
     )
+
+
+#: Meta tags that state when a page's work was published, most specific first.
+HTML_DATE_META = (
+    "citation_publication_date",
+    "citation_date",
+    "citation_online_date",
+    "citation_year",
+    "citation_cover_date",
+    "dc.date.issued",
+    "dc.date",
+    "dcterms.issued",
+    "dcterms.date",
+    "prism.publicationdate",
+    "article:published_time",
+)
+#: One-author-per-tag meta tags (Google Scholar's ``citation_author`` and Dublin Core's creator).
+HTML_AUTHOR_META = ("citation_author", "dc.creator", "dcterms.creator")
+
+
+def _html_authors(meta: dict[str, list[str]], trafilatura_author: str | None) -> tuple[str, ...]:
+    """Authors a page names: repeated ``citation_author`` tags first, then ``<meta name=author>``,
+    then trafilatura's guess; junk ("Copyright", "admin", e-mail addresses) rejected throughout."""
+    for name in HTML_AUTHOR_META:
+        if meta.get(name):
+            found = clean_authors(meta[name])
+            if found:
+                return found
+    for raw in (_first(meta, "author"), trafilatura_author):
+        if raw:
+            found = clean_authors(split_authors(raw))
+            if found:
+                return found
+    return ()
+
+
+def _html_date(
+    meta: dict[str, list[str]], tree: lxml.html.HtmlElement, trafilatura_date: str | None
+) -> tuple[str | None, int | None]:
+    """(date string, year) from the page's meta tags, its JSON-LD ``datePublished``, or trafilatura."""
+    candidates = [v for name in HTML_DATE_META for v in meta.get(name, [])[:1]]
+    candidates += _json_ld_dates(tree)
+    if trafilatura_date:
+        candidates.append(trafilatura_date)
+    for c in candidates:
+        year = year_of(c)
+        if year is not None:
+            return c, year
+    return (candidates[0] if candidates else None), None
+
+
+def _json_ld_dates(tree: lxml.html.HtmlElement) -> list[str]:
+    """``datePublished`` values of the page's JSON-LD blocks (schema.org articles, papers)."""
+    found: list[str] = []
+    for el in tree.iter("script"):
+        if "ld+json" not in (el.get("type") or "").lower() or not el.text or len(el.text) > 200_000:
+            continue
+        try:
+            data = json.loads(el.text)
+        except ValueError:
+            continue
+        stack = [data]
+        while stack and len(found) < 5:
+            item = stack.pop()
+            if isinstance(item, dict):
+                value = item.get("datePublished")
+                if isinstance(value, str):
+                    found.append(value)
+                stack.extend(v for v in item.values() if isinstance(v, dict | list))
+            elif isinstance(item, list):
+                stack.extend(v for v in item if isinstance(v, dict | list))
+    return found
 
 
 def _meta_tags(tree: lxml.html.HtmlElement) -> dict[str, list[str]]:
@@ -471,9 +565,12 @@ def extract_pdf(body: bytes, *, url: str = "") -> Extracted:
             raise ExtractError(url, f"corrupt PDF: {errors[0]}")
         raise ExtractError(url, "PDF has no text layer (scanned images?)")
 
-    title, authors, date = _pdf_metadata(reader)
+    title, authors, date, info = _pdf_metadata(reader)
+    first_page = next((t for number, t in raw if number == 1), "")
+    year = pdf_year(first_page, created=date, producer=info)
     return Extracted(
-        blocks=tuple(blocks), content_type="pdf", title=title, authors=authors, date=date, pages=n_pages
+        blocks=tuple(blocks), content_type="pdf", title=title, authors=authors, date=date, pages=n_pages,
+        year=year,
     )
 
 
@@ -507,21 +604,23 @@ def _open_pdf(body: bytes, url: str) -> PdfReader:
     raise ExtractError(url, f"corrupt PDF: {_describe(error)}") from error
 
 
-def _pdf_metadata(reader: PdfReader) -> tuple[str | None, tuple[str, ...], str | None]:
-    """Title, authors and creation date from the document information, where they are sensible."""
+def _pdf_metadata(reader: PdfReader) -> tuple[str | None, tuple[str, ...], str | None, str]:
+    """Title, authors, creation date and the producing software ("pdfTeX-1.40.21 LaTeX with
+    hyperref") from the document information, where they are sensible."""
     try:
         meta = reader.metadata
         if meta is None:
-            return None, (), None
+            return None, (), None, ""
         title = clean_text(str(meta.title or ""))
         author = clean_text(str(meta.author or ""))
+        software = clean_text(f"{meta.producer or ''} {meta.creator or ''}")
         try:
             created = meta.creation_date
         except Exception:
             created = None
     except Exception as e:
         log.debug("unreadable PDF metadata: %r", e)
-        return None, (), None
+        return None, (), None, ""
     if (
         len(title) < 4
         or title.lower() in {"untitled", "title", "none"}
@@ -529,15 +628,11 @@ def _pdf_metadata(reader: PdfReader) -> tuple[str | None, tuple[str, ...], str |
         or title.lower().startswith("microsoft word")
     ):
         title = ""
-    authors: list[str] = []
-    if author:
-        authors = [a for a in re.split(r";|\band\b", author) if a.strip()]
-        if len(authors) == 1 and author.count(",") >= 2:
-            authors = author.split(",")
     return (
         title or None,
-        tuple(a.strip() for a in authors if a.strip()),
+        clean_authors(split_authors(author)) if author else (),
         created.date().isoformat() if created else None,
+        software,
     )
 
 
@@ -762,6 +857,217 @@ def clean_text(text: str) -> str:
     text = re.sub(r" *\n *", "\n", text)
     text = re.sub(r"\n{3,}", "\n\n", text)
     return text.strip()
+
+
+# -- facts: year and authors -----------------------------------------------------------------------
+#: Publication years outside ``MIN_YEAR`` .. next year are misreadings (a page count, a version).
+MIN_YEAR = 1950
+
+
+def max_year() -> int:
+    """The latest plausible publication year: next year (proceedings are dated ahead)."""
+    return datetime.date.today().year + 1
+
+
+def valid_year(value: object) -> int | None:
+    """``value`` as a publication year (an int or a 4-digit string in 1950..next year), else None."""
+    if isinstance(value, bool):
+        return None
+    if isinstance(value, str) and re.fullmatch(r"\s*\d{4}\s*", value):
+        value = int(value)
+    if isinstance(value, int) and MIN_YEAR <= value <= max_year():
+        return value
+    return None
+
+
+_YEAR_IN = re.compile(r"(?<!\d)(1[89]\d\d|2\d\d\d)(?!\d)")
+
+
+def year_of(date: str | None) -> int | None:
+    """The year of a date as pages write it ("2020/05/13", "2020-05-13T10:00Z", "13 May 2020")."""
+    if not date:
+        return None
+    m = _YEAR_IN.search(date)
+    return valid_year(int(m.group(1))) if m else None
+
+
+_MONTHS = "Jan|Feb|Mar|Apr|May|Jun|Jul|Aug|Sep|Oct|Nov|Dec"
+#: The stamp arXiv prints up the left margin of page 1: "arXiv:1910.02054v3 [cs.LG] 13 May 2020".
+_ARXIV_STAMP = re.compile(
+    r"arXiv:\s*(?P<id>\d{4}\.\d{4,5}|[a-z][a-z.\-]*/\d{7})(?:v\d+)?\s*\[[^\]\n]{1,24}\]"
+    rf"(?:\s*(?P<day>\d{{1,2}})\s+(?:{_MONTHS})[a-z]*\.?\s+(?P<year>\d{{4}}))?",
+    re.IGNORECASE,
+)
+#: "© 2021 Association for Computing Machinery", "Copyright 2020 by the author(s)", "c© 2018".
+_COPYRIGHT_YEAR = re.compile(r"(?:©|\bCopyright\b)\s*(?:©\s*)?(?:(?:19|20)\d\d\s*[-–]\s*)?((?:19|20)\d\d)\b")
+#: A line naming a venue: "33rd Conference on ... (NeurIPS 2019)", "SC20, November 9-19, 2020".
+_VENUE_WORD = re.compile(r"\b(?:Conference|Symposium|Proceedings|Workshop|Transactions|Journal)\b")
+_VENUE_ACRONYM = re.compile(
+    r"\b(?:NeurIPS|NIPS|ICML|ICLR|MLSys|SysML|OSDI|SOSP|NSDI|EuroSys|PPoPP|ASPLOS|ISCA|MICRO|HPCA|VLDB|"
+    r"SIGMOD|KDD|HPDC|IPDPS|SoCC|ATC|SC|CVPR|ICCV|ECCV|AAAI|IJCAI|ACL|EMNLP|NAACL|SIGCOMM|FAST|ICS|CLUSTER)"
+    r"\s?['’‘]?\s?(?P<yy>\d{2}|\d{4})\b"
+)
+#: Producers that print a page rather than typeset a paper: their creation date is the print date.
+_PRINTERS = re.compile(r"skia|chrom|print|quartz|wkhtml|safari|firefox|mozilla|webkit|cairo|electron", re.I)
+
+
+def pdf_year(first_page: str, *, created: str | None = None, producer: str = "") -> int | None:
+    """The publication year a PDF states on its first page, else (if plausible) its creation year.
+
+    In order: arXiv's margin stamp (the date of that version; its id when the date is unreadable), a
+    copyright line, a venue line ("SC20, November 9-19, 2020", "(NeurIPS 2019)"), and last the
+    metadata's creation date, only when the producer typesets rather than prints and no year on the
+    page contradicts it (a later year mentioned, or one more than two years after every year named).
+    """
+    m = _ARXIV_STAMP.search(first_page)
+    if m:
+        year = valid_year(int(m.group("year"))) if m.group("year") else None
+        year = year or arxiv_year(m.group("id"))
+        if year:
+            return year
+    for m in _COPYRIGHT_YEAR.finditer(first_page):
+        if year := valid_year(int(m.group(1))):
+            return year
+    for line in first_page.splitlines():
+        if "et al" in line:  # a citation, not the paper's own venue
+            continue
+        acronym = _VENUE_ACRONYM.search(line)
+        if acronym is None and not _VENUE_WORD.search(line):
+            continue
+        years = [y for y in map(int, re.findall(r"(?<!\d)((?:19|20)\d\d)(?!\d)", line)) if valid_year(y)]
+        if years:
+            return years[0]
+        if acronym is not None and len(acronym.group("yy")) == 2 and (year := valid_year(2000 + int(acronym["yy"]))):
+            return year
+    year = year_of(created)
+    if year is None or _PRINTERS.search(producer or ""):
+        return None
+    named = [y for y in map(int, _YEAR_IN.findall(first_page)) if valid_year(y)]
+    if named and (max(named) > year or year > max(named) + 2):
+        return None
+    return year
+
+
+#: Author strings that name no person: placeholders of authoring tools and page furniture.
+_JUNK_AUTHOR_WORDS = frozenset({
+    "copyright", "admin", "administrator", "unknown", "user", "anonymous", "microsoft", "owner", "root",
+    "guest", "default", "none", "null", "n/a", "untitled", "author", "authors", "editor", "webmaster",
+})
+_MAX_AUTHOR_CHARS = 60
+#: Footnote marks after names in PDF metadata ("Aaron Harlap†").
+_NAME_MARKS = re.compile(r"[†‡*§¶⋆∗]+")
+_ET_AL = re.compile(r"(?:,?\s*(?:and\s+)?(?:et\.?\s*al\.?|others))\s*$", re.IGNORECASE)
+
+
+def clean_author(name: str) -> str | None:
+    """One author's name, tidied ("Rajbhandari, Samyam" → "Samyam Rajbhandari"), or None for junk.
+
+    Junk: placeholder words ("Copyright", "Admin", "user", "Unknown", "Microsoft Word - x.docx"), e-mail
+    addresses, URLs, anything with digits or LaTeX markup, one letter, a login, or over 60 characters.
+    """
+    n = _NAME_MARKS.sub("", clean_text(name).replace("~", " "))
+    n = _ET_AL.sub("", " ".join(n.split())).strip(" ,;:")
+    n = re.sub(r"^by\s+", "", n, flags=re.IGNORECASE)
+    if "," in n:
+        last, _, first = n.partition(",")
+        if "," in first or not first.strip() or len(last.split()) > 3:
+            return None
+        n = f"{first.strip()} {last.strip()}"
+    words = n.split()
+    lowered = n.lower()
+    if (
+        not words
+        or len(n) > _MAX_AUTHOR_CHARS
+        or len(words) > 6
+        or sum(c.isalpha() for c in n) < 2
+        or re.search(r"[\d@\\{}$^_|<>#%=/]|://|\bwww\.|\.(?:com|org|net|edu|io)\b", n)
+        or "©" in n
+        or "rights reserved" in lowered
+        or _JUNK_AUTHOR_WORDS & set(lowered.replace(".", " ").split())
+        or (len(words) == 1 and (n.islower() or len(n) < 3))
+    ):
+        return None
+    return n
+
+
+def clean_authors(names: Iterable[str]) -> tuple[str, ...]:
+    """The names that are names (see :func:`clean_author`), tidied, each once, in order."""
+    out: dict[str, str] = {}
+    for raw in names:
+        n = clean_author(raw)
+        if n is not None:
+            out.setdefault(n.casefold(), n)
+    return tuple(out.values())
+
+
+def split_authors(text: str) -> list[str]:
+    """An author field as one string ("A B; C D", "A B, C D and E F", "Smith, John") → its names.
+
+    Semicolons separate names when present (each may be "Last, First"); otherwise commas, " and " and
+    "&" do, except in a lone "Last, First".
+    """
+    text = " ".join(text.split())
+    if ";" in text:
+        return [p for p in text.split(";") if p.strip()]
+    last, comma, first = text.partition(",")
+    if (
+        comma
+        and "," not in first
+        and not re.search(r"\s(?:and|&)\s", text)
+        and len(last.split()) == 1
+        and 1 <= len(first.split()) <= 2
+    ):
+        return [text]
+    return [p for p in re.split(r",|\s+and\s+|\s*&\s*", text) if p.strip()]
+
+
+def _person_key(name: str) -> tuple[str, str]:
+    """(surname, first initial), accent- and case-free: "Y. Huang" and "Yanping Huang" share a surname."""
+    n = unicodedata.normalize("NFKD", _ET_AL.sub("", name)).encode("ascii", "ignore").decode().lower()
+    if "," in n:
+        last, _, first = n.partition(",")
+        n = f"{first} {last}"
+    words = re.findall(r"[a-z][a-z'\-]*", n)
+    if not words:
+        return ("", "")
+    return (words[-1], words[0][0] if len(words) > 1 else "")
+
+
+def same_author(a: str, b: str) -> bool:
+    """True when two spellings name one person (same surname; first initials agree where both exist)."""
+    ka, kb = _person_key(a), _person_key(b)
+    return bool(ka[0]) and ka[0] == kb[0] and (not ka[1] or not kb[1] or ka[1] == kb[1])
+
+
+def merge_authors(catalog: Sequence[str], extracted: Sequence[str]) -> tuple[str, ...]:
+    """The author list of a document: the catalog's, unless it has none, or the body names more
+    authors in a list that starts with the catalog's first author or contains all of the catalog's
+    (lists often write only "A et al."). The one place this rule lives."""
+    catalog, extracted = tuple(catalog), tuple(extracted)
+    named = [a for a in catalog if _ET_AL.sub("", a).strip()]
+    if not extracted:
+        return catalog
+    if not named:
+        return extracted
+    if len(extracted) > len(named) and (
+        same_author(extracted[0], named[0]) or all(any(same_author(c, e) for e in extracted) for c in named)
+    ):
+        return extracted
+    return catalog
+
+
+def merge_facts(
+    resource: Resource, *, year: int | None, authors: Sequence[str]
+) -> tuple[int | None, tuple[str, ...]]:
+    """(year, authors) of a document from its catalog entry and what its own text states.
+
+    The catalog's year wins when it has a valid one (a person chose it; a PDF's date may be a later
+    version's); otherwise the body's validated year. Authors as :func:`merge_authors` decides.
+    """
+    return (
+        valid_year(resource.year) or valid_year(year),
+        merge_authors(resource.authors, clean_authors(authors)),
+    )
 
 
 # -- small helpers ---------------------------------------------------------------------------------
