@@ -20,11 +20,12 @@ from typing import Any, Protocol
 import numpy as np
 
 from dmlqa.docstore import DocStore
-from dmlqa.errors import DmlqaError, ExtractError, FetchError
+from dmlqa.errors import DmlqaError, ExtractError, FetchError, NothingToBuildError
 from dmlqa.index import dense_text, prune, publish, write_version
 from dmlqa.models import Chunk, Document, Failure, Resource
 from dmlqa.runs import Changes, diff_documents, new_documents, published_documents, recording
 from dmlqa.settings import Settings
+from dmlqa.works import Duplicate, merge_works
 
 log = logging.getLogger(__name__)
 
@@ -69,6 +70,12 @@ class BuildReport:
     changes: Changes = field(default_factory=Changes)
     # what --refresh-lists changed in the catalog (None when the lists were not refreshed)
     refresh: dict[str, Any] | None = None
+    # catalog entries whose work another entry's document holds (one record per work)
+    duplicates: list[Duplicate] = field(default_factory=list)
+    # per list and per host: full text, abstract only, cards, and why (dmlqa.coverage)
+    coverage: dict[str, Any] = field(default_factory=dict)
+    # one line a person must read (e.g. no network at all), else None
+    notice: str | None = None
 
     def to_json(self) -> dict[str, Any]:
         return {
@@ -91,6 +98,9 @@ class BuildReport:
             "local_documents": self.local_documents,
             "changes": self.changes.to_json(),
             "refresh": self.refresh,
+            "duplicates": [d.to_json() for d in self.duplicates],
+            "coverage": self.coverage,
+            "notice": self.notice,
         }
 
 
@@ -142,12 +152,14 @@ async def _fetch_all(
 
             async def one(res: Resource) -> _Fetched:
                 try:
-                    return _Fetched(res, await fetch_resource(fetcher, res.url), None)
+                    # The address as listed, never the canonical identity: http stays http.
+                    resolved = await fetch_resource(fetcher, res.address, aliases=res.aliases[1:])
+                    return _Fetched(res, resolved, None)
                 except FetchError as exc:
                     return _Fetched(res, None, exc)
                 except Exception as exc:  # a bug in one resource's path must not stop the build
-                    log.exception("unexpected error fetching %s", res.url)
-                    return _Fetched(res, None, FetchError(res.url, f"unexpected error: {exc!r}"))
+                    log.exception("unexpected error fetching %s", res.address)
+                    return _Fetched(res, None, FetchError(res.address, f"unexpected error: {exc!r}"))
                 finally:
                     advance(1)
 
@@ -177,22 +189,32 @@ def _is_url_like(title: str) -> bool:
 
 def _refresh_facts(doc: Document, res: Resource) -> Document:
     """A stored document with the catalog's current facts (titles and topics may be edited)."""
+    from dmlqa.extract import merge_facts
+
     title = doc.title if _is_url_like(res.title) else res.title
+    # the stored year and authors may have come from the text itself: the same rule as to_document
+    year, authors = merge_facts(res, year=doc.year, authors=doc.authors)
     return replace(
-        doc, url=res.url, title=title, kind=res.kind, venue=res.venue, year=res.year,
-        topics=res.topics, authors=res.authors or doc.authors,
+        doc, url=res.url, title=title, kind=res.kind, venue=res.venue, year=year,
+        topics=res.topics, authors=authors,
     )
 
 
-def _extract_one(
-    item: _Fetched, store: DocStore, report: BuildReport
-) -> Document:
+def _extract_one(item: _Fetched, store: DocStore, report: BuildReport) -> Document:
+    """The document of one fetched resource, carrying the lists that name it and every address it has."""
+    res = item.resource
+    doc = _extract_resource(item, store, report)
+    return replace(doc, lists=res.lists, aliases=tuple(dict.fromkeys((res.url, *res.aliases))))
+
+
+def _extract_resource(item: _Fetched, store: DocStore, report: BuildReport) -> Document:
+    from dmlqa.coverage import ABSTRACT_ONLY_NOTE
     from dmlqa.extract import catalog_card, extract_bytes, to_document
 
     res = item.resource
     previous = store.get(res.id)
     if item.error is not None:
-        report.failed.append(Failure(res.url, "fetch", item.error.reason))
+        report.failed.append(Failure(res.address, "fetch", item.error.reason))
         if previous is not None and not previous.is_card:
             report.kept_previous += 1
             return _refresh_facts(previous, res)
@@ -206,11 +228,14 @@ def _extract_one(
             report.reused_documents += 1
             return _refresh_facts(previous, res)
         # A 304 for a document we no longer hold: treat as missing text this time.
-        report.failed.append(Failure(res.url, "fetch", "304 Not Modified but no stored text; rebuild later"))
+        report.failed.append(Failure(res.address, "fetch", "304 Not Modified but no stored text; rebuild later"))
         return catalog_card(res)
     if previous is not None and not previous.is_card and previous.sha256 == fetched.sha256:
         report.reused_documents += 1
         return _refresh_facts(previous, res)
+    pdf_failed = [n for n in resolved.notes if n.startswith("citation_pdf_url")]
+    if pdf_failed and resolved.landing is None and fetched.content_type == "text/html":
+        report.failed.append(Failure(res.address, "fetch", f"{ABSTRACT_ONLY_NOTE}: {pdf_failed[0]}"))
     candidates = [fetched] + ([resolved.landing] if resolved.landing is not None else [])
     errors: list[str] = []
     for cand in candidates:
@@ -227,7 +252,7 @@ def _extract_one(
             continue
         report.extracted += 1
         return to_document(res, extracted, source_url=cand.final_url, sha256=fetched.sha256)
-    report.failed.append(Failure(res.url, "extract", "; ".join(errors)))
+    report.failed.append(Failure(res.address, "extract", "; ".join(errors)))
     if previous is not None and not previous.is_card:
         report.kept_previous += 1
         return _refresh_facts(previous, res)
@@ -235,28 +260,47 @@ def _extract_one(
 
 
 def _local_documents(settings: Settings, store: DocStore, report: BuildReport) -> list[Document]:
+    """The documents under corpus/local; every bad input is a ``local`` failure, never a stopped build.
+
+    Files over ``fetch.max_bytes``, symlinks out of corpus/local, unreadable files and bad JSON
+    Lines records are skipped and reported; the rest is indexed.
+    """
     from dmlqa.extract import extract_file, to_document
-    from dmlqa.localdocs import file_doc_id, file_sha256, jsonl_documents, local_files
+    from dmlqa.localdocs import file_doc_id, file_sha256, jsonl_documents, scan_local, too_large_reason
 
     docs: list[Document] = []
-    for path in local_files(settings.corpus_dir):
+    cap = settings.fetch.max_bytes
+    files, problems = scan_local(settings.corpus_dir)
+    for path, reason in problems:
+        report.failed.append(Failure(path.relative_to(settings.corpus_dir).as_posix(), "local", reason))
+    seen: dict[str, str] = {}  # doc_id -> the file that gave it, so that two files cannot share one
+    for path in files:
         rel = path.relative_to(settings.corpus_dir).as_posix()
-        if path.suffix.lower() == ".jsonl":
-            for item in jsonl_documents(path, settings.corpus_dir):
-                if isinstance(item, Failure):
-                    report.failed.append(item)
-                else:
-                    docs.append(item)
+        try:
+            size = path.stat().st_size
+            if size > cap:
+                report.failed.append(Failure(rel, "local", too_large_reason(size, cap)))
+                continue
+            if path.suffix.lower() == ".jsonl":
+                for item in jsonl_documents(path, settings.corpus_dir, seen):
+                    if isinstance(item, Failure):
+                        report.failed.append(item)
+                    else:
+                        docs.append(item)
+                continue
+            doc_id = file_doc_id(settings.corpus_dir, path)
+            sha = file_sha256(path)
+        except OSError as exc:
+            report.failed.append(Failure(rel, "local", f"cannot read file: {exc.strerror or exc}"))
             continue
-        doc_id = file_doc_id(settings.corpus_dir, path)
-        sha = file_sha256(path)
+        seen[doc_id] = rel
         previous = store.get(doc_id)
         if previous is not None and previous.sha256 == sha:
             report.reused_documents += 1
             docs.append(previous)
             continue
         try:
-            extracted = extract_file(path)
+            extracted = extract_file(path, max_bytes=cap)
         except ExtractError as exc:
             report.failed.append(Failure(rel, "extract", exc.reason))
             if previous is not None:
@@ -290,6 +334,23 @@ def _refresh(settings: Settings, options: BuildOptions, report: BuildReport) -> 
     report.refresh = rep.to_json()
     for item in rep.failed:
         report.failed.append(Failure(item.upstream or item.name, "refresh", f"list {item.name}: {item.error}"))
+
+
+def one_per_work(resources: Sequence[Resource], docs: Sequence[Document], report: BuildReport) -> list[Document]:
+    """Merge copies of one work (:mod:`dmlqa.works`), then count what the build holds and why (coverage).
+
+    Runs after :func:`sync_store`, so every copy's text stays in the document store and an
+    unchanged copy is not extracted again next time.
+    """
+    from dmlqa.coverage import coverage, network_notice
+
+    merged, report.duplicates = merge_works(docs)
+    merged_into = {d.doc_id: d.of for d in report.duplicates}
+    report.documents = sum(1 for d in merged if not d.is_card)
+    report.cards = sum(1 for d in merged if d.is_card)
+    report.coverage = coverage(resources, merged, report.failed, merged_into)
+    report.notice = network_notice(report.failed, report.fetched + report.from_archive + report.not_modified)
+    return merged
 
 
 def sync_store(store: DocStore, docs: Sequence[Document], report: BuildReport) -> None:
@@ -344,9 +405,7 @@ def _local_stages(
         docs.extend(_local_documents(settings, store, report))
         progress.done("extract")
         sync_store(store, docs, report)
-
-    report.documents = sum(1 for d in docs if not d.is_card)
-    report.cards = sum(1 for d in docs if d.is_card)
+    docs = one_per_work(resources, docs, report)
 
     with _timed(report, "chunk"):
         path = model_dir(settings.model)
@@ -410,6 +469,14 @@ def run_build(
         with _timed(report, "catalog"):
             resources = read_catalog(settings.catalog_path)
         report.resources = len(resources)
+        if not resources:
+            from dmlqa.localdocs import local_files
+
+            if not local_files(settings.corpus_dir):
+                raise NothingToBuildError(
+                    "nothing to build: the catalog is empty and corpus/local has no documents; "
+                    "run `dmlqa catalog import LIST.md` or `dmlqa add FILE`"
+                )
 
         if options.executor == "ray":
             from dmlqa.executor_ray import run_stages
@@ -431,6 +498,8 @@ def run_build(
                 "failed": [f.to_json() for f in report.failed],
                 "chunk_tokens": settings.chunk_tokens,
                 "chunk_overlap": settings.chunk_overlap,
+                "duplicates": [d.to_json() for d in report.duplicates],
+                "coverage": report.coverage,
                 "dense_text": "title — section\\ntext",
             }
             name = write_version(

@@ -9,22 +9,46 @@ from __future__ import annotations
 
 import json
 import logging
+import sqlite3
 import sys
 from pathlib import Path
 from typing import Annotated, Any
 
 import typer
 from rich.console import Console
+from rich.markup import escape
 from rich.table import Table
+from typer.core import TyperGroup
 
-from dmlqa.errors import DmlqaError
-from dmlqa.settings import Settings, load_settings
+from dmlqa.errors import DmlqaError, HomeError, IndexDamagedError, InputFileError, is_disk_full
+from dmlqa.settings import Settings, load_settings, resolve_home
+
+
+class _OneLineErrors(TyperGroup):
+    """The one place where errors a command lets through become one line on stderr, never a traceback.
+
+    Every :class:`DmlqaError` (and a full disk, wherever it strikes) exits 1 with ``error: ...``.
+    """
+
+    def invoke(self, ctx: Any) -> Any:
+        try:
+            return super().invoke(ctx)
+        except DmlqaError as exc:
+            _fail(str(exc))
+        except (OSError, RuntimeError, sqlite3.Error) as exc:
+            home = _State.resolved or resolve_home(_State.home)
+            if not is_disk_full(exc, home):
+                raise
+            where = getattr(exc, "filename", None) or f"to {home}"
+            _fail(f"disk full while writing {where}: free space and run again")
+
 
 app = typer.Typer(
     help="dmlqa: question answering with cited sources over the distributed-ML literature.",
     no_args_is_help=True,
     add_completion=False,
     pretty_exceptions_enable=False,
+    cls=_OneLineErrors,
 )
 catalog_app = typer.Typer(help="Manage the catalog of resources (from awesome lists).", no_args_is_help=True)
 app.add_typer(catalog_app, name="catalog")
@@ -51,29 +75,91 @@ EncoderOption = Annotated[str | None, typer.Option(help="onnx-int8 (default), on
 KindOption = Annotated[list[str] | None, typer.Option("--kind", help="Only this kind (repeatable).")]
 SinceOption = Annotated[int | None, typer.Option(help="Only resources from this year on.")]
 UntilOption = Annotated[int | None, typer.Option(help="Only resources up to this year.")]
+IncludeUndatedOption = Annotated[
+    bool, typer.Option("--include-undated", help="With --since/--until, keep documents of unknown year.")
+]
 TopicOption = Annotated[list[str] | None, typer.Option("--topic", help="Only this list topic (repeatable).")]
 HostFilterOption = Annotated[list[str] | None, typer.Option("--host", help="Only this host (repeatable).")]
 
 
 class _State:
     home: Path | None = None
+    resolved: Path | None = None  # the home a command works on, once its settings are loaded
 
 
-def _settings(home: Path | None = None, **overrides: Any) -> Settings:
+def _settings(home: Path | None = None, *, create: bool = False, **overrides: Any) -> Settings:
+    """The settings of the chosen home, which must exist (``create``: ``init`` may make it)."""
     try:
-        return load_settings(home or _State.home).with_overrides(**overrides)
-    except ValueError as exc:
+        _check_home(home or _State.home, create=create)
+        settings = load_settings(home or _State.home).with_overrides(**overrides)
+        _State.resolved = settings.home
+        return settings
+    except (ValueError, DmlqaError) as exc:
         _fail(str(exc))
         raise  # unreachable
 
 
+def _check_home(home: Path | None, *, create: bool = False) -> None:
+    root = resolve_home(home)
+    shown = home if home is not None else root
+    if root.is_file() or (root.exists() and not root.is_dir()):
+        raise HomeError(f"{shown} is a file, not a dmlqa home")
+    if not create and not root.exists():
+        raise HomeError(f"no dmlqa home at {shown} (run `dmlqa init --home {shown}`)")
+
+
+def _text_arg(value: str | None, what: str) -> str | None:
+    """``value`` unless the command line carried bytes that are not UTF-8 (Python keeps them as
+    lone surrogates, which would fail much later and less clearly)."""
+    if value is None:
+        return None
+    try:
+        value.encode("utf-8")
+    except UnicodeEncodeError as exc:
+        code = ord(value[exc.start])
+        byte = f"byte {code - 0xDC00:#04x}" if 0xDC80 <= code <= 0xDCFF else f"character U+{code:04X}"
+        _fail(f"the {what} is not valid UTF-8 text ({byte} at position {exc.start + 1}); "
+              "check your terminal's encoding", 2)
+    return value
+
+
+def _read_jsonl_lines(path: Path, flag: str) -> list[str]:
+    """The lines of a ``--queries``/``--questions`` file, or one clear error naming it."""
+    try:
+        data = path.read_bytes()
+    except FileNotFoundError:
+        raise InputFileError(f"{flag} file {path} does not exist") from None
+    except IsADirectoryError:
+        raise InputFileError(f"{flag} file {path} is a folder, not a JSONL file") from None
+    except OSError as exc:
+        raise InputFileError(f"cannot read {flag} file {path}: {exc.strerror or exc}") from None
+    try:
+        text = data.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        line = data[: exc.start].count(b"\n") + 1
+        raise InputFileError(
+            f"{flag} file {path} is not UTF-8 text (byte {data[exc.start]:#04x} on line {line})"
+        ) from None
+    return text.removeprefix("\ufeff").splitlines()
+
+
 def _fail(message: str, code: int = 1) -> None:
-    err.print(f"[red]error:[/red] {message}", highlight=False)
+    err.print(f"[red]error:[/red] {escape(message)}", highlight=False)  # a path or value may hold [brackets]
     raise typer.Exit(code)
 
 
 def _print_json(obj: Any) -> None:
     sys.stdout.write(json.dumps(obj, ensure_ascii=False) + "\n")
+
+
+def _note_undated(count: int, since: int | None, until: int | None) -> None:
+    """One stderr line when a year filter left out documents of unknown year (stdout stays clean)."""
+    if count <= 0:
+        return
+    flags = " ".join(f"--{name} {value}" for name, value in (("since", since), ("until", until)) if value)
+    what = "1 document of unknown year was" if count == 1 else f"{count} documents of unknown year were"
+    err.print(f"[yellow]note:[/yellow] {what} left out by {flags}; add --include-undated to keep them",
+              highlight=False)
 
 
 @app.callback()
@@ -99,7 +185,7 @@ def init(home: HomeOption = None) -> None:
     """Create an empty knowledge-base home (corpus/, index/, dmlqa.toml)."""
     from dmlqa.home import init_home
 
-    settings = _settings(home)
+    settings = _settings(home, create=True)
     created = init_home(settings)
     out.print(f"Home ready at {settings.home}" + (f" (created {', '.join(created)})" if created else ""))
 
@@ -142,15 +228,30 @@ def add(
     paths: Annotated[list[Path], typer.Argument(help="Files or folders: PDF, HTML, markdown, text, JSONL.")],
     home: HomeOption = None,
 ) -> None:
-    """Register your own documents; the next `dmlqa build` indexes them."""
+    """Register your own documents; the next `dmlqa build` indexes them.
+
+    Every path is tried: the good ones are copied even when another is missing or refused, and
+    then the exit status is 1, naming each bad one (running it again after a fix is harmless).
+    A JSON Lines file with some bad records is copied; the bad records are listed and skipped.
+    """
     from dmlqa.localdocs import add_paths
 
     settings = _settings(home)
-    rep = add_paths(paths, settings.corpus_dir)
+    rep = add_paths(paths, settings.corpus_dir, max_bytes=settings.fetch.max_bytes)
+    failed = set(rep.failed)
     for path, reason in rep.skipped:
-        err.print(f"[yellow]skipped[/yellow] {path}: {reason}", highlight=False)
-    out.print(f"Added {len(rep.added)} file(s) to {settings.corpus_dir / 'local'}; run `dmlqa build` to index them.")
-    if not rep.added:
+        label = "[red]error:[/red]" if path in failed else "[yellow]skipped[/yellow]"
+        err.print(f"{label} {escape(path)}: {escape(reason)}", highlight=False)
+    shown = 10
+    for where, reason in rep.bad_records[:shown]:
+        err.print(f"[yellow]bad record[/yellow] {escape(where)}: {escape(reason)} (the build skips it)",
+                  highlight=False)
+    if len(rep.bad_records) > shown:
+        err.print(f"[yellow]bad record[/yellow] … and {len(rep.bad_records) - shown} more (the build lists them all)",
+                  highlight=False)
+    out.print(f"Added {len(rep.added)} file(s) to {settings.corpus_dir / 'local'}; run `dmlqa build` to index them.",
+              highlight=False, markup=False)
+    if not rep.added or rep.failed:
         raise typer.Exit(1)
 
 
@@ -203,6 +304,8 @@ def build(
         _print_json(report.to_json())
     else:
         _render_report(report)
+    if report.notice:
+        err.print(f"note: {escape(report.notice)}", soft_wrap=True)
     if report.index_version is None:
         raise typer.Exit(1)
 
@@ -222,6 +325,11 @@ def _render_report(report: Any) -> None:
         t.add_row(label, str(value))
     out.print(t)
     out.print("seconds: " + ", ".join(f"{k} {v:.1f}" for k, v in report.seconds.items()))
+    total = report.coverage.get("total") if report.coverage else None
+    if total:
+        out.print(f"coverage: {total['full_text']} of {total['resources']} resources with full text, "
+                  f"{total['abstract_only']} abstract only, {total['cards']} catalog cards, "
+                  f"{total['duplicates']} copies merged (`dmlqa status --coverage` for lists and hosts)")
     if report.failed:
         f = Table(title="Failed resources", show_header=True)
         f.add_column("stage")
@@ -237,19 +345,18 @@ def _render_report(report: Any) -> None:
 
 def _read_queries(path: Path) -> list[tuple[str, str]]:
     items: list[tuple[str, str]] = []
-    with path.open(encoding="utf-8") as fh:
-        for n, line in enumerate(fh, start=1):
-            if not line.strip():
-                continue
-            try:
-                rec = json.loads(line)
-                qid = str(rec.get("id", rec.get("_id")))
-                text = rec.get("text", rec.get("question"))
-            except (ValueError, AttributeError):
-                _fail(f"{path}:{n}: not a JSON object")
-            if rec.get("id", rec.get("_id")) is None or not isinstance(text, str):
-                _fail(f'{path}:{n}: a query needs "id" (or "_id") and "text"')
-            items.append((qid, text))
+    for n, line in enumerate(_read_jsonl_lines(path, "--queries"), start=1):
+        if not line.strip():
+            continue
+        try:
+            rec = json.loads(line)
+            qid = str(rec.get("id", rec.get("_id")))
+            text = rec.get("text", rec.get("question"))
+        except (ValueError, AttributeError):
+            _fail(f"{path}:{n}: not a JSON object")
+        if rec.get("id", rec.get("_id")) is None or not isinstance(text, str):
+            _fail(f'{path}:{n}: a query needs "id" (or "_id") and "text"')
+        items.append((qid, text))
     return items
 
 
@@ -267,22 +374,25 @@ def search(
     until: UntilOption = None,
     topic: TopicOption = None,
     host: HostFilterOption = None,
+    include_undated: IncludeUndatedOption = False,
     as_json: Annotated[bool, typer.Option("--json", help="Print JSON.")] = False,
     home: HomeOption = None,
 ) -> None:
     """Hybrid (dense + BM25) search over the published index."""
-    from dmlqa.search import Filters, Searcher, SearchOptions
+    from dmlqa.search import Filters, Searcher, SearchOptions, undated_excluded
 
     if mode not in ("hybrid", "dense", "bm25"):
         _fail(f"--mode must be hybrid, dense or bm25 (got {mode!r})")
     if query is None and queries is None:
         _fail("give a QUERY or --queries FILE.jsonl")
+    query = _text_arg(query, "query")
     settings = _settings(home)
     filters = Filters(kinds=tuple(kind or ()), since=since, until=until, topics=tuple(topic or ()),
-                      hosts=tuple(host or ()))
+                      hosts=tuple(host or ()), include_undated=include_undated)
     options = SearchOptions(k=k, per_doc=per_doc, mode=mode, filters=filters)
     searcher = Searcher(settings)
     try:
+        _note_undated(undated_excluded(searcher.version, filters), since, until)
         if queries is not None:
             for qid, text in _read_queries(queries):
                 hits = searcher.search(text, options)
@@ -310,12 +420,13 @@ def search(
 # -- ask / eval --------------------------------------------------------------------------------------------
 
 
-def _ask_options(kind, since, until, topic, host, no_llm: bool, mode: str = "hybrid"):  # noqa: ANN001, ANN202
+def _ask_options(kind, since, until, topic, host, no_llm: bool, mode: str = "hybrid",  # noqa: ANN001, ANN202
+                 include_undated: bool = False):
     from dmlqa.answer import AskOptions
     from dmlqa.search import Filters
 
     filters = Filters(kinds=tuple(kind or ()), since=since, until=until, topics=tuple(topic or ()),
-                      hosts=tuple(host or ()))
+                      hosts=tuple(host or ()), include_undated=include_undated)
     if mode not in ("hybrid", "dense", "bm25"):
         _fail(f"--mode must be hybrid, dense or bm25 (got {mode!r})")
     return AskOptions(filters=filters, use_llm=not no_llm, mode=mode)
@@ -351,6 +462,7 @@ def ask(
     until: UntilOption = None,
     topic: TopicOption = None,
     host: HostFilterOption = None,
+    include_undated: IncludeUndatedOption = False,
     no_llm: Annotated[bool, typer.Option("--no-llm", help="Extractive answer even if an LLM is set.")] = False,
     as_json: Annotated[bool, typer.Option("--json", help="Print JSON.")] = False,
     home: HomeOption = None,
@@ -358,17 +470,20 @@ def ask(
     """Answer a question with cited sources (LLM when configured, else extractive)."""
     from dmlqa.answer import Asker
     from dmlqa.evaluate import read_questions
+    from dmlqa.search import undated_excluded
 
     if question is None and questions is None:
         _fail("give a QUESTION or --questions FILE.jsonl")
+    question = _text_arg(question, "question")
     settings = _settings(home)
-    options = _ask_options(kind, since, until, topic, host, no_llm)
+    options = _ask_options(kind, since, until, topic, host, no_llm, include_undated=include_undated)
     try:
         asker = Asker.from_settings(settings)
+        _note_undated(undated_excluded(asker.searcher.version, options.filters), since, until)
         if questions is not None:
             try:
-                items = read_questions(questions.read_text(encoding="utf-8").splitlines(), str(questions))
-            except (OSError, ValueError) as exc:
+                items = read_questions(_read_jsonl_lines(questions, "--questions"), str(questions))
+            except ValueError as exc:
                 _fail(str(exc))
             for q in items:
                 _print_json({"id": q.id, **asker.ask(q.question, options).to_json()})
@@ -411,8 +526,8 @@ def eval_cmd(
 
     settings = _settings(home)
     try:
-        items = read_questions(questions.read_text(encoding="utf-8").splitlines(), str(questions))
-    except (OSError, ValueError) as exc:
+        items = read_questions(_read_jsonl_lines(questions, "--questions"), str(questions))
+    except (ValueError, DmlqaError) as exc:
         _fail(str(exc))
     options = _ask_options(None, None, None, None, None, no_llm, mode)
     try:
@@ -443,6 +558,7 @@ def related(
     query: Annotated[str, typer.Argument(help="Free text, a catalog URL, an arXiv id or a DOI.")],
     k: Annotated[int, typer.Option("-k", help="How many documents.", min=1, max=200)] = 10,
     since: Annotated[int | None, typer.Option(help="Only documents from this year on.")] = None,
+    include_undated: IncludeUndatedOption = False,
     kind: KindOption = None,
     fmt: Annotated[str, typer.Option("--format", help="table, json or bibtex.")] = "table",
     as_json: Annotated[bool, typer.Option("--json", help="Same as --format json.")] = False,
@@ -455,13 +571,16 @@ def related(
 
     if fmt not in ("table", "json", "bibtex"):
         _fail(f"--format must be table, json or bibtex (got {fmt!r})")
+    query = _text_arg(query, "query") or ""
     settings = _settings(home)
     try:
-        res = find_related(Searcher(settings), query, k=k, since=since, kinds=tuple(kind or ()))
+        res = find_related(Searcher(settings), query, k=k, since=since, kinds=tuple(kind or ()),
+                           include_undated=include_undated)
     except DmlqaError as exc:
         _fail(str(exc))
     if res.notice:
         err.print(f"[yellow]note:[/yellow] {res.notice}", highlight=False)  # stderr: keeps json/bibtex valid
+    _note_undated(res.undated_excluded, since, None)
     if as_json or fmt == "json":
         _print_json(res.to_json())
         return
@@ -595,6 +714,9 @@ def schedule(
 def status(
     home: HomeOption = None,
     as_json: Annotated[bool, typer.Option("--json", help="Print JSON.")] = False,
+    show_coverage: Annotated[
+        bool, typer.Option("--coverage", help="Per list and per host: full text, abstract only, cards, and why.")
+    ] = False,
 ) -> None:
     """What the published index holds, the last build runs, and when the next scheduled run is."""
     from dmlqa.home import index_status, run_history
@@ -603,11 +725,14 @@ def status(
     try:
         st = index_status(settings)
     except DmlqaError as exc:
-        if not as_json:  # no version yet, but the failed runs say why
+        if not as_json and not isinstance(exc, IndexDamagedError):  # no version yet: the failed runs say why
             _render_runs(run_history(settings))
         _fail(str(exc))
     if as_json:
         _print_json(st)
+        return
+    if show_coverage:
+        _render_coverage(st.get("coverage") or {}, st.get("duplicates") or [])
         return
     t = Table(title=f"dmlqa home {settings.home}", show_header=False)
     t.add_column("key")
@@ -626,6 +751,27 @@ def status(
             f.add_row(row["stage"], row["url"], row["error"])
         out.print(f)
     _render_runs(st)
+
+
+def _render_coverage(cov: dict[str, Any], duplicates: list[dict[str, Any]]) -> None:
+    """Coverage tables (see dmlqa.coverage): what has full text per list and per host, and why not."""
+    if not cov:
+        out.print("no coverage recorded for this index version: run `dmlqa build` to record it")
+        return
+    for title, groups in (("Coverage by list", cov.get("by_list", {})), ("Coverage by host", cov.get("by_host", {}))):
+        t = Table(title=title, show_header=True)
+        for col, justify in (("group", "left"), ("resources", "right"), ("full text", "right"),
+                             ("abstract only", "right"), ("cards", "right"), ("why not full text", "left")):
+            t.add_column(col, justify=justify, overflow="fold")
+        rows = [("total", cov["total"]), *groups.items()] if title.endswith("list") else list(groups.items())
+        for name, g in rows:
+            why = ", ".join(f"{k} {v}" for k, v in g.get("reasons", {}).items())
+            t.add_row(escape(name), str(g["resources"]), str(g["full_text"]), str(g["abstract_only"]),
+                      str(g["cards"]), escape(why))
+        out.print(t)
+    if duplicates:
+        out.print(f"{len(duplicates)} catalog entries are copies of another entry's work "
+                  "(merged; `dmlqa status --json` lists them)")
 
 
 def _local_time(iso: str | None) -> str:
@@ -678,6 +824,7 @@ def serve(
     from dmlqa.ui import exposure_warning, launch, ui_password
 
     settings = _settings(home)
+    _check_listen(host, port)
     password = ui_password(settings, os.environ)
     warning = exposure_warning(host, password=bool(password))
     if warning:
@@ -687,6 +834,29 @@ def serve(
         launch(settings, host=host, port=port, password=password)
     except OSError as exc:
         _fail(f"cannot listen on {host}:{port}: {exc}")
+
+
+def _check_listen(host: str, port: int) -> None:
+    """Fail in one line, before Gradio starts, when ``host:port`` cannot be listened on."""
+    import ipaddress
+    import socket
+
+    try:
+        ipaddress.ip_address(host)
+    except ValueError:
+        if not host or all(ch.isdigit() or ch == "." for ch in host) or any(ch.isspace() for ch in host):
+            _fail(f"invalid --host {host!r}: not an IP address or a host name", 2)
+    try:
+        infos = socket.getaddrinfo(host, port, type=socket.SOCK_STREAM, flags=socket.AI_PASSIVE)
+    except (socket.gaierror, UnicodeError) as exc:
+        _fail(f"invalid --host {host!r}: {getattr(exc, 'strerror', None) or exc}", 2)
+    family, kind, proto, _, address = infos[0]
+    with socket.socket(family, kind, proto) as sock:
+        sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        try:
+            sock.bind(address)
+        except OSError as exc:
+            _fail(f"cannot listen on {host}:{port}: {exc.strerror or exc}")
 
 
 def main() -> None:

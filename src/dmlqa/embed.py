@@ -30,6 +30,7 @@ from typing import Protocol
 
 import numpy as np
 
+from dmlqa.errors import DmlqaError
 from dmlqa.settings import BUNDLED_MODEL
 
 log = logging.getLogger(__name__)
@@ -37,7 +38,7 @@ log = logging.getLogger(__name__)
 ENCODERS = ("onnx-int8", "onnx", "torch")
 
 
-class EncoderError(RuntimeError):
+class EncoderError(DmlqaError, RuntimeError):
     """The configured model or encoder cannot be loaded (message says what to change)."""
 
 

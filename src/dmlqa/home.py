@@ -2,11 +2,10 @@
 
 from __future__ import annotations
 
-import json
 from typing import Any
 
-from dmlqa.errors import IndexMissingError
-from dmlqa.index import VERSIONS, current_version
+from dmlqa.errors import IndexDamagedError, IndexMissingError
+from dmlqa.index import VERSIONS, check_version, current_version
 from dmlqa.runs import read_runs, read_schedule
 from dmlqa.settings import SETTINGS_FILE, Settings
 
@@ -51,15 +50,14 @@ def index_status(settings: Settings) -> dict[str, Any]:
     name = current_version(settings.index_dir)
     if name is None:
         raise IndexMissingError(f"no index in {settings.home} yet: run `dmlqa build` first (see README.md)")
-    meta_path = settings.index_dir / VERSIONS / name / "meta.json"
-    try:
-        meta = json.loads(meta_path.read_text(encoding="utf-8"))
-    except (OSError, ValueError) as exc:
-        raise IndexMissingError(f"published version {name} is unreadable ({exc}); run `dmlqa build`") from None
+    path = settings.index_dir / VERSIONS / name
+    if not path.is_dir():
+        raise IndexDamagedError(name, f"its folder is missing from {path.parent}")
+    meta = check_version(path)  # opens every part, as search does: a damaged version is named here too
     return {
         "index_version": meta["version"],
-        "built_at": meta["built_at"],
-        "model": meta["model"],
+        "built_at": meta.get("built_at"),
+        "model": meta.get("model"),
         "encoder": meta.get("encoder"),
         "index_type": meta.get("index_type"),
         "resources": meta.get("resources", 0),
@@ -67,6 +65,8 @@ def index_status(settings: Settings) -> dict[str, Any]:
         "cards": meta.get("cards", 0),
         "chunks": meta.get("chunks", 0),
         "failed": meta.get("failed", []),
+        "duplicates": meta.get("duplicates", []),
+        "coverage": meta.get("coverage", {}),
         **run_history(settings),
     }
 

@@ -32,7 +32,7 @@ from typing import Any
 import numpy as np
 
 from dmlqa.ann import choose_index_type
-from dmlqa.errors import IndexMissingError
+from dmlqa.errors import DiskFullError, IndexDamagedError, IndexMissingError, NothingToBuildError, is_disk_full
 from dmlqa.lexical import LexicalIndex
 from dmlqa.models import Chunk, Document
 
@@ -100,7 +100,7 @@ _SCHEMA = """
 CREATE TABLE documents (
     doc_id TEXT PRIMARY KEY, url TEXT, source_url TEXT, title TEXT, kind TEXT, content_type TEXT,
     authors TEXT, venue TEXT, year INTEGER, topics TEXT, is_card INTEGER, sha256 TEXT,
-    n_chunks INTEGER, first_row INTEGER
+    n_chunks INTEGER, first_row INTEGER, aliases TEXT, lists TEXT
 );
 CREATE TABLE chunks (
     row INTEGER PRIMARY KEY, chunk_id TEXT UNIQUE, doc_id TEXT, text TEXT, page INTEGER,
@@ -127,11 +127,42 @@ def write_version(
     """
     if len(chunks) != len(vectors):
         raise ValueError(f"{len(chunks)} chunks but {len(vectors)} vectors")
+    if not chunks:
+        raise NothingToBuildError(
+            "nothing to index: no document gave any text (see the failed resources above); "
+            "add documents with `dmlqa add FILE` or resources with `dmlqa catalog import LIST.md`"
+        )
     versions = index_dir / VERSIONS
-    versions.mkdir(parents=True, exist_ok=True)
     name = name or new_version_name()
     tmp = versions / f"{BUILDING_PREFIX}{name}-{os.getpid()}"
-    tmp.mkdir()
+    try:
+        versions.mkdir(parents=True, exist_ok=True)
+        tmp.mkdir()
+        _write_parts(tmp, documents, chunks, vectors, meta, name, ann_threshold, ivfpq_threshold)
+        final = versions / name
+        os.rename(tmp, final)
+        _fsync_dir(versions)
+    except BaseException as exc:
+        shutil.rmtree(tmp, ignore_errors=True)  # never leave a half-written version behind
+        if is_disk_full(exc):
+            raise DiskFullError(
+                f"disk full while writing index version {name} in {versions}: free space and run again "
+                "(the published version is unchanged)"
+            ) from None
+        raise
+    return name
+
+
+def _write_parts(
+    tmp: Path,
+    documents: Sequence[Document],
+    chunks: Sequence[Chunk],
+    vectors: np.ndarray,
+    meta: dict[str, Any],
+    name: str,
+    ann_threshold: int,
+    ivfpq_threshold: int | None,
+) -> None:
     import faiss
 
     index_type = choose_index_type(len(vectors), ann_threshold, ivfpq_threshold)
@@ -149,13 +180,14 @@ def write_version(
         first_row.setdefault(c.doc_id, row)
         counts[c.doc_id] = counts.get(c.doc_id, 0) + 1
     db.executemany(
-        "INSERT INTO documents VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?)",
+        "INSERT INTO documents VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)",
         [
             (
                 d.doc_id, d.url, d.source_url, d.title, d.kind, d.content_type,
                 json.dumps(list(d.authors), ensure_ascii=False), d.venue, d.year,
                 json.dumps(list(d.topics), ensure_ascii=False), int(d.is_card), d.sha256,
                 counts.get(d.doc_id, 0), first_row.get(d.doc_id),
+                json.dumps(list(d.aliases), ensure_ascii=False), json.dumps(list(d.lists), ensure_ascii=False),
             )
             for d in documents
         ],
@@ -183,10 +215,6 @@ def write_version(
     }
     (tmp / "meta.json").write_text(json.dumps(full_meta, indent=2, ensure_ascii=False), encoding="utf-8")
     _fsync_tree(tmp)
-    final = versions / name
-    os.rename(tmp, final)
-    _fsync_dir(versions)
-    return name
 
 
 def _ivfpq_params(index) -> dict[str, Any]:  # noqa: ANN001 - faiss.Index
@@ -273,6 +301,38 @@ def prune(index_dir: Path, keep: int, *, min_age_s: float = 60.0) -> list[str]:
 # -- reading --------------------------------------------------------------------------------------
 
 
+def _short(exc: BaseException) -> str:
+    """The gist of an error in one short line (FAISS errors span several lines with C++ locations)."""
+    import re
+
+    lines = [ln.strip() for ln in str(exc).splitlines() if ln.strip()] or [type(exc).__name__]
+    text = re.sub(r"^Error in .*? at \S+:\d+: (Error: )?", "", lines[-1])
+    text = "".join(ch if ch.isprintable() else "?" for ch in text)
+    return text if len(text) <= 160 else text[:157] + "..."
+
+
+def read_meta(path: Path) -> dict[str, Any]:
+    """A version folder's ``meta.json``, or :class:`IndexDamagedError` saying what is wrong with it."""
+    try:
+        meta = json.loads((path / "meta.json").read_text(encoding="utf-8"))
+    except FileNotFoundError:
+        raise IndexDamagedError(path.name, "meta.json is missing") from None
+    except UnicodeDecodeError:
+        raise IndexDamagedError(path.name, "meta.json is not UTF-8 text") from None
+    except (OSError, ValueError) as exc:
+        raise IndexDamagedError(path.name, f"meta.json is not valid JSON ({_short(exc)})") from None
+    if not isinstance(meta, dict) or not isinstance(meta.get("version"), str):
+        raise IndexDamagedError(path.name, "meta.json is not an index description (no version)")
+    return meta
+
+
+def check_version(path: Path) -> dict[str, Any]:
+    """Open a version fully (meta, FAISS, BM25, store) to tell whether it is readable; return its meta."""
+    version = IndexVersion(path)
+    version.close()
+    return version.meta
+
+
 @dataclass(frozen=True)
 class ChunkRecord:
     row: int
@@ -300,6 +360,8 @@ class DocRecord:
     is_card: bool
     n_chunks: int
     first_row: int | None
+    aliases: tuple[str, ...] = ()  # every URL the work is known by (see dmlqa.works)
+    lists: tuple[str, ...] = ()
 
 
 class IndexVersion:
@@ -313,29 +375,53 @@ class IndexVersion:
         faiss.omp_set_num_threads(1)
         self.path = path
         self.name = path.name
-        self.meta: dict[str, Any] = json.loads((path / "meta.json").read_text(encoding="utf-8"))
-        self.dense = faiss.read_index(str(path / "dense.faiss"))
-        if self.meta.get("index_type") == "hnsw":
-            self.dense.hnsw.efSearch = int((self.meta.get("hnsw") or {}).get("efSearch", HNSW_EF_SEARCH))
-        elif self.meta.get("index_type") == "ivfpq":
-            from dmlqa.ann import enable_reconstruct, set_search_params
+        self.meta: dict[str, Any] = read_meta(path)
+        try:
+            self.dense = faiss.read_index(str(path / "dense.faiss"))
+            if self.meta.get("index_type") == "hnsw":
+                self.dense.hnsw.efSearch = int((self.meta.get("hnsw") or {}).get("efSearch", HNSW_EF_SEARCH))
+            elif self.meta.get("index_type") == "ivfpq":
+                from dmlqa.ann import enable_reconstruct, set_search_params
 
-            set_search_params(self.dense, self.meta.get("ivfpq") or {})
-            enable_reconstruct(self.dense)
-        self.lexical = LexicalIndex.load(path / "bm25")
-        self._db = sqlite3.connect(f"file:{path / 'store.sqlite'}?mode=ro", uri=True, check_same_thread=False)
-        self.docs: dict[str, DocRecord] = {}
-        for r in self._db.execute(
-            "SELECT doc_id, url, source_url, title, kind, content_type, authors, venue, year, topics, "
-            "is_card, n_chunks, first_row FROM documents"
-        ):
-            self.docs[r[0]] = DocRecord(
-                r[0], r[1], r[2], r[3], r[4], r[5], tuple(json.loads(r[6] or "[]")), r[7], r[8],
-                tuple(json.loads(r[9] or "[]")), bool(r[10]), r[11], r[12],
+                set_search_params(self.dense, self.meta.get("ivfpq") or {})
+                enable_reconstruct(self.dense)
+        except (RuntimeError, MemoryError, OSError, ValueError, TypeError, AttributeError) as exc:
+            raise IndexDamagedError(self.name, f"dense.faiss cannot be read ({_short(exc)})") from None
+        chunks_meta = self.meta.get("chunks")
+        if isinstance(chunks_meta, int) and chunks_meta != self.dense.ntotal:
+            raise IndexDamagedError(
+                self.name, f"dense.faiss holds {self.dense.ntotal} vectors but meta.json says {chunks_meta} chunks"
             )
-        self.row_doc = np.empty(self.dense.ntotal, dtype=object)
-        for row, doc_id in self._db.execute("SELECT row, doc_id FROM chunks"):
-            self.row_doc[row] = doc_id
+        try:
+            self.lexical = LexicalIndex.load(path / "bm25")
+        except Exception as exc:  # noqa: BLE001 - bm25s raises whatever numpy/json raise on a bad file
+            raise IndexDamagedError(self.name, f"bm25/ cannot be read ({_short(exc)})") from None
+        try:
+            self._db = sqlite3.connect(f"file:{path / 'store.sqlite'}?mode=ro", uri=True, check_same_thread=False)
+            self.docs: dict[str, DocRecord] = {}
+            # Versions written before aliases and lists were stored read as having none.
+            columns = {c[1] for c in self._db.execute("PRAGMA table_info(documents)")}
+            extra = "aliases, lists" if {"aliases", "lists"} <= columns else "NULL, NULL"
+            for r in self._db.execute(
+                "SELECT doc_id, url, source_url, title, kind, content_type, authors, venue, year, topics, "
+                f"is_card, n_chunks, first_row, {extra} FROM documents"
+            ):
+                self.docs[r[0]] = DocRecord(
+                    r[0], r[1], r[2], r[3], r[4], r[5], tuple(json.loads(r[6] or "[]")), r[7], r[8],
+                    tuple(json.loads(r[9] or "[]")), bool(r[10]), r[11], r[12],
+                    tuple(json.loads(r[13] or "[]")), tuple(json.loads(r[14] or "[]")),
+                )
+            self.row_doc = np.empty(self.dense.ntotal, dtype=object)
+            n_rows = 0
+            for row, doc_id in self._db.execute("SELECT row, doc_id FROM chunks"):
+                self.row_doc[row] = doc_id
+                n_rows += 1
+        except (sqlite3.Error, ValueError, TypeError, IndexError) as exc:
+            raise IndexDamagedError(self.name, f"store.sqlite cannot be read ({_short(exc)})") from None
+        if n_rows != self.dense.ntotal:
+            raise IndexDamagedError(
+                self.name, f"store.sqlite holds {n_rows} chunks but dense.faiss {self.dense.ntotal} vectors"
+            )
 
     @property
     def size(self) -> int:
@@ -344,15 +430,18 @@ class IndexVersion:
     def chunks(self, rows: Iterable[int]) -> dict[int, ChunkRecord]:
         rows = [int(r) for r in rows]
         out: dict[int, ChunkRecord] = {}
-        for s in range(0, len(rows), 500):
-            part = rows[s : s + 500]
-            marks = ",".join("?" * len(part))
-            for r in self._db.execute(
-                f'SELECT row, chunk_id, doc_id, text, page, section, start, "end" FROM chunks '
-                f"WHERE row IN ({marks})",
-                part,
-            ):
-                out[r[0]] = ChunkRecord(*r)
+        try:
+            for s in range(0, len(rows), 500):
+                part = rows[s : s + 500]
+                marks = ",".join("?" * len(part))
+                for r in self._db.execute(
+                    f'SELECT row, chunk_id, doc_id, text, page, section, start, "end" FROM chunks '
+                    f"WHERE row IN ({marks})",
+                    part,
+                ):
+                    out[r[0]] = ChunkRecord(*r)
+        except sqlite3.DatabaseError as exc:
+            raise IndexDamagedError(self.name, f"store.sqlite cannot be read ({_short(exc)})") from None
         return out
 
     def doc_rows(self, doc_id: str) -> list[int]:
@@ -376,6 +465,6 @@ def open_current(index_dir: Path) -> IndexVersion:
             f"no index in {index_dir.parent} yet: run `dmlqa build` first (see README.md)"
         )
     path = index_dir / VERSIONS / name
-    if not (path / "meta.json").is_file():
-        raise IndexMissingError(f"the published index version {name} is missing from {path.parent}")
+    if not path.is_dir():
+        raise IndexDamagedError(name, f"its folder is missing from {path.parent}")
     return IndexVersion(path)

@@ -11,15 +11,15 @@ from __future__ import annotations
 
 import sqlite3
 import threading
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from urllib.parse import urlsplit
 
 import numpy as np
 
-from dmlqa.embed import CachedEncoder, EmbeddingCache, Encoder, load_encoder
-from dmlqa.index import IndexVersion, current_version, open_current
+from dmlqa.embed import CachedEncoder, EmbeddingCache, Encoder, EncoderError, load_encoder
+from dmlqa.index import DocRecord, IndexVersion, current_version, open_current
 from dmlqa.models import Hit
 from dmlqa.settings import Settings
 
@@ -38,9 +38,16 @@ class Filters:
     until: int | None = None
     topics: tuple[str, ...] = ()
     hosts: tuple[str, ...] = ()
+    #: With ``since``/``until``: keep documents whose year is unknown (by default they are left out,
+    #: and :func:`undated_excluded` says how many).
+    include_undated: bool = False
 
     def active(self) -> bool:
         return bool(self.kinds or self.since or self.until or self.topics or self.hosts)
+
+    def by_year(self) -> bool:
+        """True when a year range is set."""
+        return bool(self.since or self.until)
 
 
 @dataclass(frozen=True)
@@ -72,23 +79,44 @@ def allowed_docs(version: IndexVersion, filters: Filters) -> set[str] | None:
     """The doc ids that pass ``filters`` (None when nothing is filtered)."""
     if not filters.active():
         return None
+    match = _matcher(filters)
+    return {d.doc_id for d in version.docs.values() if match(d, undated=filters.include_undated)}
+
+
+def undated_excluded(version: IndexVersion, filters: Filters) -> int:
+    """How many documents ``filters`` leave out only because their year is unknown.
+
+    0 unless a ``since``/``until`` range is set without ``include_undated``; documents that another
+    condition (kind, topic, host) excludes anyway are not counted. Front ends show it so that a
+    year filter never drops documents silently.
+    """
+    if not filters.by_year() or filters.include_undated:
+        return 0
+    match = _matcher(filters)
+    return sum(1 for d in version.docs.values() if d.year is None and match(d, undated=True))
+
+
+def _matcher(filters: Filters) -> Callable[..., bool]:
+    """``match(doc, undated=...)``: whether a document passes ``filters``; ``undated`` says whether
+    a document of unknown year passes the year range (the one copy of the filtering rule)."""
     kinds = {k.lower() for k in filters.kinds}
     topics = {t.lower() for t in filters.topics}
     hosts = {h.lower().removeprefix("www.") for h in filters.hosts}
-    out: set[str] = set()
-    for d in version.docs.values():
+
+    def match(d: DocRecord, *, undated: bool) -> bool:
         if kinds and d.kind.lower() not in kinds:
-            continue
-        if filters.since and (d.year is None or d.year < filters.since):
-            continue
-        if filters.until and (d.year is None or d.year > filters.until):
-            continue
+            return False
+        if filters.by_year():
+            if d.year is None:
+                if not undated:
+                    return False
+            elif (filters.since and d.year < filters.since) or (filters.until and d.year > filters.until):
+                return False
         if topics and not topics & {t.lower() for t in d.topics}:
-            continue
-        if hosts and not any(_host(d.url) == h or _host(d.url).endswith("." + h) for h in hosts):
-            continue
-        out.add(d.doc_id)
-    return out
+            return False
+        return not hosts or any(_host(d.url) == h or _host(d.url).endswith("." + h) for h in hosts)
+
+    return match
 
 
 class Searcher:
@@ -125,7 +153,7 @@ class Searcher:
             if key not in self._encoders:
                 enc: Encoder = load_encoder(meta["model"], meta["encoder"], self.settings.encoders_dir)
                 if enc.key != key:
-                    raise RuntimeError(
+                    raise EncoderError(
                         f"the index was built with encoder {key} but {enc.key} is installed now; "
                         "rebuild the index (`dmlqa build`)"
                     )
