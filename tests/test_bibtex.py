@@ -231,3 +231,13 @@ def test_any_text_gives_bibtex_that_parses(title: str, authors: list[str], venue
             return letters(unicodedata.normalize("NFC", s))
 
         assert norm(got) == norm(want) or len(norm(got)) >= len(norm(want)) - 2
+
+
+def test_a_lists_et_al_reaches_bibtex_as_and_others() -> None:
+    """"by Tal Ben-Nun et al., ACM Computing Surveys 2020" in a list: BibTeX must not claim one author."""
+    from dmlqa.catalog import parse_list
+
+    res = parse_list("# L\n- [Demystifying Parallel and Distributed Deep Learning](https://arxiv.org/abs/1802.09941)"
+                     " by Tal Ben-Nun et al., ACM Computing Surveys 2020\n", "l").resources[0]
+    bib = to_bibtex([item(res.id, res.title, res.url, authors=res.authors, year=res.year, venue=res.venue)])
+    assert "author = {Ben-Nun, Tal and others}" in bib or "author = {Tal Ben-Nun and others}" in bib, bib

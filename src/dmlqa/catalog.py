@@ -139,7 +139,12 @@ def _clean_inline(text: str) -> str:
 
 
 def _split_names(who: str) -> tuple[str, ...] | None:
-    """``"A B, C D, et al."`` → ``("A B", "C D")``; None when the text does not look like names."""
+    """``"A B, C D, et al."`` → ``("A B", "C D", "et al.")``; None when the text does not look like names.
+
+    A list's "et al." is kept as a last element, so that a reference (BibTeX ``and others``) does not
+    claim the named authors are all of them.
+    """
+    et_al = _ET_AL.search(who) is not None
     who = _ET_AL.sub("", who).strip().rstrip(".,;").strip()
     if not who:
         return None
@@ -147,7 +152,7 @@ def _split_names(who: str) -> tuple[str, ...] | None:
     names = tuple(p for p in parts if p)
     if not names or not all(_NAME.match(n) and re.search(r"[A-Z][a-z]", n) for n in names):
         return None
-    return names
+    return (*names, "et al.") if et_al else names
 
 
 @dataclass(frozen=True)

@@ -1115,11 +1115,12 @@ def _is_url_title(title: str, url: str) -> bool:
 
 
 def _authors_phrase(authors: tuple[str, ...]) -> str:
-    if len(authors) == 1:
-        return authors[0]
-    if len(authors) == 2:
-        return f"{authors[0]} and {authors[1]}"
-    return f"{authors[0]} et al."
+    names = [a for a in authors if _ET_AL.sub("", a).strip()]  # a list's "et al." is a marker, not a name
+    if len(names) == 1 and len(names) == len(authors):
+        return names[0]
+    if len(names) == 2 and len(names) == len(authors):
+        return f"{names[0]} and {names[1]}"
+    return f"{names[0]} et al." if names else ""
 
 
 def _sentence(s: str) -> str:
