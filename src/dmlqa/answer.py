@@ -29,8 +29,6 @@ MAX_QUESTION_CHARS = 2000
 # best-sentence similarity of at most 0.30, answerable ones at least 0.38. Below this, or with a
 # name in the question that no document contains, the answer is refused.
 MIN_EVIDENCE = 0.35
-#: Sentences embedded per question (the first passages' sentences, then those sharing terms).
-MAX_CANDIDATES = 24
 
 
 @dataclass(frozen=True)
@@ -82,7 +80,8 @@ def retrieve(searcher: Searcher, question: str, options: AskOptions) -> list[Hit
             break
     return [
         Hit(rank=i + 1, score=h.score, doc_id=h.doc_id, url=h.url, title=h.title, page=h.page, section=h.section,
-            text=h.text, chunk_id=h.chunk_id, kind=h.kind, venue=h.venue, year=h.year, is_card=h.is_card)
+            text=h.text, chunk_id=h.chunk_id, kind=h.kind, venue=h.venue, year=h.year, is_card=h.is_card,
+            start=h.start, end=h.end)
         for i, h in enumerate(chosen)
     ]
 
@@ -96,75 +95,6 @@ def sentences_of(text: str) -> list[str]:
     """Sentences of a passage (a light splitter: passages are already clean prose or PDF text)."""
     flat = " ".join(text.split())
     return [s.strip() for s in _SENT_END.split(flat) if s.strip()]
-
-
-_CAPTION = re.compile(r"\b(?:Figure|Fig\.|Table|Algorithm)\s*\d+\s*[:.]")
-
-
-def _usable(sentence: str) -> bool:
-    if not 30 <= len(sentence) <= 500 or _CAPTION.search(sentence):  # PDF captions read badly out of place
-        return False
-    letters = sum(ch.isalpha() for ch in sentence)
-    if letters < 0.55 * len(sentence):  # tables, code, reference lists
-        return False
-    return len(sentence.split()) >= 5
-
-
-@dataclass(frozen=True)
-class _Candidate:
-    passage: int  # index into hits
-    position: int  # sentence index within the passage
-    text: str
-
-
-def select_sentences(
-    question_vec: np.ndarray,
-    question_terms: set[str],
-    hits: Sequence[Hit],
-    encode: Callable[[list[str]], np.ndarray],
-    *,
-    max_sentences: int = 4,
-    redundancy: float = 0.85,
-) -> tuple[list[tuple[_Candidate, float]], float]:
-    """Score candidate sentences; return the chosen ones (with scores) and the best raw similarity.
-
-    score = cosine(sentence, question) + 0.25 · share of the question's terms it contains
-            + 0.05 · passage prior (earlier retrieval rank is better).
-    Sentences too similar (cosine > ``redundancy``) to an already chosen one are skipped.
-    """
-    cands = [
-        _Candidate(i, j, s)
-        for i, h in enumerate(hits)
-        if not h.is_card
-        for j, s in enumerate(sentences_of(h.text))
-        if _usable(s)
-    ]
-    if not cands:
-        return [], 0.0
-    overlap_all = [len(question_terms & set(tokenize(c.text))) / max(1, len(question_terms)) for c in cands]
-    if len(cands) > MAX_CANDIDATES:
-        # Embedding every sentence of every passage costs ~5 ms a sentence on 2 cores: keep the
-        # top passages' sentences and the others that share the most question terms.
-        keep = sorted(range(len(cands)), key=lambda i: (cands[i].passage >= 2, -overlap_all[i], i))
-        keep = sorted(keep[:MAX_CANDIDATES])
-        cands = [cands[i] for i in keep]
-        overlap_all = [overlap_all[i] for i in keep]
-    vecs = encode([c.text for c in cands])
-    sims = vecs @ question_vec
-    overlap = np.array(overlap_all, dtype=np.float32)
-    prior = np.array([1.0 / (1 + c.passage) for c in cands], dtype=np.float32)
-    scores = sims + 0.25 * overlap + 0.05 * prior
-    order = np.argsort(-scores)
-    chosen: list[int] = []
-    for idx in order:
-        if len(chosen) == max_sentences:
-            break
-        if chosen and float(np.max(vecs[chosen] @ vecs[idx])) > redundancy:
-            continue
-        if chosen and scores[idx] < scores[chosen[0]] - 0.2:  # far weaker than the best: stop
-            break
-        chosen.append(int(idx))
-    return [(cands[i], float(scores[i])) for i in chosen], float(np.max(sims))
 
 
 _WORD = re.compile(r"\w[\w\-.]*\w|\w")
@@ -210,35 +140,42 @@ def missing_terms(searcher: Searcher, question: str) -> list[str]:
 
 
 def extractive_answer(
-    searcher: Searcher, question: str, hits: Sequence[Hit], options: AskOptions
+    searcher: Searcher, question: str, hits: Sequence[Hit], options: AskOptions, *, previous: str | None = None
 ) -> tuple[str, list[Citation], bool, list[str]]:
-    """(answer text, citations, refused, flags)."""
+    """(answer text, citations, refused, flags): see :mod:`dmlqa.extractive`.
+
+    Sentences and their vectors come from the index version (embedded at build time); versions
+    built before that split the passages and embed their sentences here. ``previous`` is the
+    question a follow-up leans on: its terms still retrieve, but the answer is about what is new.
+    """
+    from dmlqa.extractive import choose, compose, passage_candidates, stored_candidates
+
     version = searcher.version
-    encoder = searcher.encoder_for(version)
     qvec = searcher.embed_query(question, version)  # memory-cached by the search; never stored
-    terms = set(tokenize(question))
-    chosen, best = select_sentences(
-        qvec, terms, hits, lambda xs: encoder.encode(xs, batch_size=16), max_sentences=options.max_sentences
-    )
+    if version.has_sentences:
+        cands = stored_candidates(version, hits)
+        vectors = version.sentence_vectors([c.row for c in cands])
+
+        def neighbour(c, step):  # noqa: ANN001, ANN202
+            s = version.sentence_by_ordinal(c.doc_id, c.ordinal + step)
+            return None if s is None else type(c)(c.hit, s.doc_id, s.ordinal, s.text, s.role, s.page, s.row)
+    else:
+        cands = passage_candidates(hits)
+        encoder = searcher.encoder_for(version)
+        vectors = encoder.encode([c.text for c in cands], batch_size=16) if cands else np.zeros((0, len(qvec)))
+        by_key = {(c.doc_id, c.ordinal): c for c in cands}
+
+        def neighbour(c, step):  # noqa: ANN001, ANN202
+            return by_key.get((c.doc_id, c.ordinal + step))
+    exclude = set(tokenize(previous)) & set(tokenize(question)) if previous else set()
+    choice = choose(question, qvec, cands, vectors, neighbour=neighbour, exclude_terms=exclude,
+                    max_sentences=options.max_sentences)
     absent = missing_terms(searcher, question)
-    if not chosen or best < MIN_EVIDENCE or absent:
+    if not choice.candidates or choice.best_similarity < MIN_EVIDENCE or absent:
         why = f" (no document mentions {', '.join(absent)})" if absent else ""
         return REFUSAL.rstrip(".") + why + ".", [], True, []
-    # Reading order: by passage rank, then by position within the passage.
-    chosen.sort(key=lambda cs: (cs[0].passage, cs[0].position))
-    numbers: dict[int, int] = {}
-    citations: list[Citation] = []
-    parts: list[str] = []
-    for cand, _score in chosen:
-        if cand.passage not in numbers:
-            numbers[cand.passage] = len(numbers) + 1
-            h = hits[cand.passage]
-            citations.append(Citation(
-                n=numbers[cand.passage], url=h.url, title=h.title, page=h.page, quote=cand.text[:300],
-                doc_id=h.doc_id, chunk_id=h.chunk_id, venue=h.venue, year=h.year,
-            ))
-        parts.append(f"{cand.text} [{numbers[cand.passage]}]")
-    return " ".join(parts), citations, False, []
+    body, citations = compose(choice.candidates, hits, question=question)
+    return body, citations, False, []
 
 
 def nearest_sources(hits: Sequence[Hit], n: int = 3) -> list[Citation]:

@@ -24,6 +24,7 @@ from dmlqa.errors import DmlqaError, ExtractError, FetchError, NothingToBuildErr
 from dmlqa.index import dense_text, prune, publish, write_version
 from dmlqa.models import Chunk, Document, Failure, Resource
 from dmlqa.runs import Changes, diff_documents, new_documents, published_documents, recording
+from dmlqa.sentences import Sentence
 from dmlqa.settings import Settings
 from dmlqa.works import Duplicate, merge_works
 
@@ -76,6 +77,9 @@ class BuildReport:
     coverage: dict[str, Any] = field(default_factory=dict)
     # one line a person must read (e.g. no network at all), else None
     notice: str | None = None
+    # quotable sentences stored with their vectors (for extractive answers), and how many were new
+    sentences: int = 0
+    embedded_sentences: int = 0
 
     def to_json(self) -> dict[str, Any]:
         return {
@@ -101,6 +105,8 @@ class BuildReport:
             "duplicates": [d.to_json() for d in self.duplicates],
             "coverage": self.coverage,
             "notice": self.notice,
+            "sentences": self.sentences,
+            "embedded_sentences": self.embedded_sentences,
         }
 
 
@@ -439,6 +445,35 @@ def _local_stages(
     return Staged(docs, chunks, vectors, encoder.key, stats)
 
 
+def sentence_stage(
+    settings: Settings, docs: Sequence[Document], report: BuildReport, progress: Progress
+) -> tuple[list[tuple[int, Sentence]], np.ndarray]:
+    """The quotable sentences of every document (as (ordinal, sentence)) and their vectors.
+
+    Embedded here, through the same cache as chunks (an unchanged sentence is never embedded
+    twice), so that the answerer embeds nothing but the question: answers are fast from the
+    first question of a fresh index, in the CLI and the app alike.
+    """
+    from dmlqa.embed import EmbeddingCache, embed_texts, load_encoder
+    from dmlqa.sentences import split_document
+
+    kept = [(o, s) for d in docs for o, s in enumerate(split_document(d)) if s.quotable]
+    report.sentences = len(kept)
+    encoder = load_encoder(settings.model, settings.encoder, settings.encoders_dir)
+    if not kept:
+        return [], np.zeros((0, encoder.dim), dtype=np.float32)
+    cache = EmbeddingCache(settings.index_dir / "cache" / "embeddings.sqlite")
+    try:
+        advance = progress.start("sentences", len(kept))
+        result = embed_texts([s.text for _, s in kept], encoder, cache, batch_size=settings.batch_size,
+                             progress=advance)
+        progress.done("sentences")
+    finally:
+        cache.close()
+    report.embedded_sentences = result.embedded
+    return kept, result.vectors
+
+
 def run_build(
     settings: Settings,
     options: BuildOptions | None = None,
@@ -487,6 +522,8 @@ def run_build(
         else:
             raise DmlqaError(f"unknown executor {options.executor!r}: choose local or ray")
         docs, chunks, vectors = staged.documents, staged.chunks, staged.vectors
+        with _timed(report, "sentences"):
+            sentences, sentence_vectors = sentence_stage(settings, docs, report, progress)
         report.changes = diff_documents(previous, new_documents(docs, chunks))
 
         with _timed(report, "index"):
@@ -504,7 +541,7 @@ def run_build(
             }
             name = write_version(
                 settings.index_dir, docs, chunks, vectors, meta, ann_threshold=settings.ann_threshold,
-                ivfpq_threshold=settings.ivfpq_threshold,
+                ivfpq_threshold=settings.ivfpq_threshold, sentences=sentences, sentence_vectors=sentence_vectors,
             )
             publish(settings.index_dir, name)
             prune(settings.index_dir, settings.keep_versions)

@@ -35,6 +35,7 @@ from dmlqa.ann import choose_index_type
 from dmlqa.errors import DiskFullError, IndexDamagedError, IndexMissingError, NothingToBuildError, is_disk_full
 from dmlqa.lexical import LexicalIndex
 from dmlqa.models import Chunk, Document
+from dmlqa.sentences import Sentence
 
 log = logging.getLogger(__name__)
 
@@ -107,6 +108,11 @@ CREATE TABLE chunks (
     section TEXT, start INTEGER, "end" INTEGER
 );
 CREATE INDEX chunks_doc ON chunks(doc_id);
+CREATE TABLE sentences (
+    row INTEGER PRIMARY KEY, doc_id TEXT, ordinal INTEGER, start INTEGER, "end" INTEGER, page INTEGER,
+    section TEXT, text TEXT, role TEXT
+);
+CREATE INDEX sentences_doc ON sentences(doc_id, start);
 """
 
 
@@ -120,10 +126,15 @@ def write_version(
     ann_threshold: int,
     ivfpq_threshold: int | None = None,
     name: str | None = None,
+    sentences: Sequence[tuple[int, Sentence]] = (),
+    sentence_vectors: np.ndarray | None = None,
 ) -> str:
     """Write a complete version folder (not yet published); return its name.
 
     ``chunks[i]`` has vector ``vectors[i]`` and gets row ``i`` in every part of the index.
+    ``sentences`` are the quotable sentences as (ordinal in their document, sentence), with
+    ``sentence_vectors[i]`` for ``sentences[i]``: the extractive answerer reads both, so that
+    answering embeds nothing but the question.
     """
     if len(chunks) != len(vectors):
         raise ValueError(f"{len(chunks)} chunks but {len(vectors)} vectors")
@@ -139,6 +150,7 @@ def write_version(
         versions.mkdir(parents=True, exist_ok=True)
         tmp.mkdir()
         _write_parts(tmp, documents, chunks, vectors, meta, name, ann_threshold, ivfpq_threshold)
+        _write_sentences(tmp, sentences, sentence_vectors)
         final = versions / name
         os.rename(tmp, final)
         _fsync_dir(versions)
@@ -214,6 +226,26 @@ def _write_parts(
         "cards": sum(1 for d in documents if d.is_card),
     }
     (tmp / "meta.json").write_text(json.dumps(full_meta, indent=2, ensure_ascii=False), encoding="utf-8")
+    _fsync_tree(tmp)
+
+
+def _write_sentences(tmp: Path, sentences: Sequence[tuple[int, Sentence]], vectors: np.ndarray | None) -> None:
+    if vectors is None:
+        vectors = np.zeros((0, 0), dtype=np.float32)
+    if len(sentences) != len(vectors):
+        raise ValueError(f"{len(sentences)} sentences but {len(vectors)} sentence vectors")
+    db = sqlite3.connect(str(tmp / "store.sqlite"))
+    db.executemany(
+        "INSERT INTO sentences VALUES (?,?,?,?,?,?,?,?,?)",
+        [(i, s.doc_id, o, s.start, s.end, s.page, s.section, s.text, s.role) for i, (o, s) in enumerate(sentences)],
+    )
+    db.commit()
+    db.close()
+    np.save(tmp / "sentences.npy", np.ascontiguousarray(vectors, dtype=np.float32))
+    meta_path = tmp / "meta.json"
+    meta = json.loads(meta_path.read_text(encoding="utf-8"))
+    meta["sentences"] = len(sentences)
+    meta_path.write_text(json.dumps(meta, indent=2, ensure_ascii=False), encoding="utf-8")
     _fsync_tree(tmp)
 
 
@@ -375,6 +407,7 @@ class IndexVersion:
         faiss.omp_set_num_threads(1)
         self.path = path
         self.name = path.name
+        self._sentence_vectors: np.ndarray | None = None
         self.meta: dict[str, Any] = read_meta(path)
         try:
             self.dense = faiss.read_index(str(path / "dense.faiss"))
@@ -453,8 +486,44 @@ class IndexVersion:
             return np.zeros((0, self.dense.d), dtype=np.float32)
         return np.vstack([self.dense.reconstruct(int(r)) for r in rows]).astype(np.float32)
 
+    @property
+    def has_sentences(self) -> bool:
+        """Versions built before sentences were stored have none (the answerer then splits chunks)."""
+        return bool(self.meta.get("sentences")) and (self.path / "sentences.npy").is_file()
+
+    def sentences_in(self, doc_id: str, start: int, end: int) -> list[SentenceRecord]:
+        """The stored (quotable) sentences of a document that overlap ``[start, end)``, in order."""
+        rows = self._db.execute(
+            'SELECT row, doc_id, ordinal, start, "end", page, section, text, role FROM sentences '
+            'WHERE doc_id=? AND start < ? AND "end" > ? ORDER BY start', (doc_id, end, start))
+        return [SentenceRecord(*r) for r in rows]
+
+    def sentence_by_ordinal(self, doc_id: str, ordinal: int) -> SentenceRecord | None:
+        r = self._db.execute(
+            'SELECT row, doc_id, ordinal, start, "end", page, section, text, role FROM sentences '
+            "WHERE doc_id=? AND ordinal=?", (doc_id, ordinal)).fetchone()
+        return SentenceRecord(*r) if r else None
+
+    def sentence_vectors(self, rows: Sequence[int]) -> np.ndarray:
+        if self._sentence_vectors is None:
+            self._sentence_vectors = np.load(self.path / "sentences.npy", mmap_mode="r")
+        return np.asarray(self._sentence_vectors[list(rows)], dtype=np.float32)
+
     def close(self) -> None:
         self._db.close()
+
+
+@dataclass(frozen=True)
+class SentenceRecord:
+    row: int
+    doc_id: str
+    ordinal: int  # position among all the document's sentences (quotable or not)
+    start: int
+    end: int
+    page: int | None
+    section: str | None
+    text: str
+    role: str
 
 
 def open_current(index_dir: Path) -> IndexVersion:

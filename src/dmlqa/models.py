@@ -176,6 +176,8 @@ class Hit:
     venue: str | None = None
     year: int | None = None
     is_card: bool = False
+    start: int = 0  # the passage's character offsets in its document's text
+    end: int = 0
 
     def to_json(self) -> dict[str, Any]:
         return {

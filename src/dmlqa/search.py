@@ -259,7 +259,7 @@ class Searcher:
                 Hit(
                     rank=rank, score=score, doc_id=c.doc_id, url=d.url, title=d.title, page=c.page,
                     section=c.section, text=c.text, chunk_id=c.chunk_id, kind=d.kind, venue=d.venue,
-                    year=d.year, is_card=d.is_card,
+                    year=d.year, is_card=d.is_card, start=c.start, end=c.end,
                 )
             )
         return hits

@@ -1,0 +1,285 @@
+"""The extractive answer: the few whole sentences of the retrieved passages that state the answer.
+
+Retrieval usually finds the evidence; the hard part is quoting the sentence that *says* it rather
+than one that merely sounds like the question. Each candidate sentence (whole, from the document,
+never cut at a chunk boundary; see :mod:`dmlqa.sentences`) is scored by
+
+* its similarity to the question (vectors stored with the index version: nothing is embedded here),
+* the share of the question's salient terms it contains, weighted by how rare each term is among
+  the candidates (a term every passage has says little; the one naming the asked-for thing says most),
+* whether it holds the *kind* of answer asked for: a number or size for "how many / how much / what
+  rate", a flag or setting for "which option", a year for "when", a name for "which project/paper",
+* a small prior for the passage's retrieval rank.
+
+The best sentence comes first; a sentence that leans on the one before ("This reduces ...") brings
+it along, and one that announces a list brings the list. Further sentences are added only while
+they are nearly as good and add terms of the question not yet covered — short beats padded. The
+source's own reference markers ([12], [3, 14]) are removed from the quoted text, so the only
+bracketed numbers in an answer are its own citations; sentences from one document page share one.
+"""
+
+from __future__ import annotations
+
+import math
+import re
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+
+import numpy as np
+
+from dmlqa.lexical import tokenize
+from dmlqa.models import Citation, Hit
+from dmlqa.sentences import ITEM, PROSE, for_answer, leans_back, leans_forward, split_document
+
+#: Word budget of an answer: no sentence is added past it (the best sentence is always kept), and
+#: none after MIN_WORDS are reached.
+MAX_WORDS = 100
+MIN_WORDS = 70
+#: A further sentence must score at least this close to the best one.
+MARGIN = 0.4
+#: Further sentences must add a question term not yet covered; the best one brings its successor.
+NEW_TERMS = False
+FOLLOW = True
+FOLLOW_ALWAYS = True
+W_SIM, W_TERMS, W_KIND, W_PRIOR = 1.0, 0.8, 0.3, 0.3
+
+
+@dataclass(frozen=True)
+class Candidate:
+    """A quotable sentence near a retrieved passage."""
+
+    hit: int  # index into the hits (the passage that brought it)
+    doc_id: str
+    ordinal: int  # position in its document (neighbours are ordinal ± 1)
+    text: str  # verbatim (whitespace collapsed): what the citation quotes
+    role: str
+    page: int | None
+    row: int | None = None  # its row in the version's sentence vectors, when stored
+
+
+# -- what the question asks for ---------------------------------------------------------------------
+
+_ASKS_NUMBER = re.compile(r"\bhow (?:many|much|large|big|long|fast|often|small)\b|\bwhat (?:\w+ )?(?:percentage|"
+                          r"fraction|ratio|rate|size|number|speed ?up|throughput|utili[sz]ation|bit.?width|"
+                          r"precision|value|limit|threshold|memory|bandwidth|latency)\b|\bdefault\b|\bby how\b|"
+                          r"\bhow \w+ (?:is|are|was|were|does|do)\b.*\b(?:size|memory|buffer|speed)\b", re.I)
+_ASKS_FLAG = re.compile(r"\b(?:flag|option|argument|environment variable|env var|setting|config\w*|parameter "
+                        r"name|command|api|function|call|class|method|knob)\b", re.I)
+_ASKS_YEAR = re.compile(r"\b(?:when|what year|which year|since when)\b", re.I)
+_ASKS_NAME = re.compile(r"\b(?:which|what) (?:\w+ ){0,2}(?:project|paper|work|library|framework|system|tool|"
+                        r"package|approach|technique|method|model|algorithm|company|team)\b|\bwho\b|"
+                        r"\bwhat is (?:it )?called\b|\bname of\b", re.I)
+
+_HAS_NUMBER = re.compile(r"\d+(?:[.,]\d+)?\s*(?:%|x\b|×|MB|GB|KB|TB|MiB|GiB|bits?|bytes?|ms|s\b|seconds?|"
+                         r"minutes?|hours?|GPUs?|nodes?|billion|million|trillion|B\b|M\b)|\b\d+(?:\.\d+)?\b", re.I)
+_HAS_FLAG = re.compile(r"(?:^|\s)--?[a-z][\w-]+|\b[a-z]+_[a-z_]+\b|\b[A-Z]{2,}_[A-Z_]+\b|`[^`]+`|\w+\.\w+\(|"
+                       r"\b[a-z]+[A-Z]\w+\b")
+_HAS_YEAR = re.compile(r"\b(?:19|20)\d\d\b")
+_HAS_NAME = re.compile(r"\b[A-Z][a-z]*[A-Z]\w*\b|\b[A-Z][a-z]+(?:-[A-Z0-9][\w]*)+\b|\b[A-Z]{2,}[a-z]*\b")
+
+
+def answer_kinds(question: str) -> tuple[re.Pattern[str], ...]:
+    """Patterns of the kinds of answer the question asks for (a number, a flag, a year, a name)."""
+    kinds = []
+    if _ASKS_NUMBER.search(question):
+        kinds.append(_HAS_NUMBER)
+    if _ASKS_FLAG.search(question):
+        kinds.append(_HAS_FLAG)
+    if _ASKS_YEAR.search(question):
+        kinds.append(_HAS_YEAR)
+    if _ASKS_NAME.search(question):
+        kinds.append(_HAS_NAME)
+    return tuple(kinds)
+
+
+# -- candidates -----------------------------------------------------------------------------------------
+
+
+def stored_candidates(version, hits: Sequence[Hit]) -> list[Candidate]:  # noqa: ANN001 - IndexVersion
+    """The stored quotable sentences overlapping each passage (each sentence once, for its best passage)."""
+    out: list[Candidate] = []
+    seen: set[tuple[str, int]] = set()
+    for i, h in enumerate(hits):
+        if h.is_card:
+            continue
+        for s in version.sentences_in(h.doc_id, h.start, h.end):
+            if (s.doc_id, s.ordinal) in seen:
+                continue
+            seen.add((s.doc_id, s.ordinal))
+            out.append(Candidate(i, s.doc_id, s.ordinal, s.text, s.role, s.page, s.row))
+    return out
+
+
+def passage_candidates(hits: Sequence[Hit]) -> list[Candidate]:
+    """Candidates split from the passages themselves (index versions built before sentences were stored)."""
+    from dmlqa.models import Block, Document
+
+    out: list[Candidate] = []
+    for i, h in enumerate(hits):
+        if h.is_card:
+            continue
+        doc = Document(doc_id=h.doc_id, url=h.url, title=h.title, blocks=(Block(h.text, h.page, h.section),),
+                       content_type="text")
+        out += [Candidate(i, h.doc_id, h.start + o, s.text, s.role, h.page)
+                for o, s in enumerate(split_document(doc)) if s.quotable]
+    return out
+
+
+# -- scoring and choosing ----------------------------------------------------------------------------------
+
+
+def _term_weights(question_terms: set[str], texts: Sequence[set[str]]) -> dict[str, float]:
+    """Rarer among the candidates → more telling: log(1 + N / (1 + df)), never below a floor."""
+    n = max(1, len(texts))
+    return {t: max(0.2, math.log(1 + n / (1 + sum(t in x for x in texts)))) for t in question_terms}
+
+
+@dataclass(frozen=True)
+class Choice:
+    candidates: list[Candidate]  # in answer order
+    best_similarity: float  # the highest sentence-question cosine (evidence strength, for refusal)
+    best_terms: float  # the weighted term share of the best sentence
+
+
+def choose(
+    question: str,
+    qvec: np.ndarray,
+    cands: Sequence[Candidate],
+    vectors: np.ndarray,
+    *,
+    neighbour: Callable[[Candidate, int], Candidate | None] = lambda c, step: None,
+    exclude_terms: set[str] = frozenset(),
+    max_sentences: int = 4,
+    redundancy: float = 0.85,
+) -> Choice:
+    """Pick the sentences of the answer. ``vectors[i]`` is the vector of ``cands[i]``.
+
+    ``neighbour(c, ±1)`` returns the sentence before/after ``c`` in its document (or None), for
+    anaphora and announced lists. ``exclude_terms`` are terms a follow-up question shares with the
+    previous one: they still retrieve, but the answer must be about what is new.
+    """
+    if not cands:
+        return Choice([], 0.0, 0.0)
+    terms = set(tokenize(question))
+    focus = terms - set(exclude_terms) or terms
+    cand_terms = [set(tokenize(c.text)) for c in cands]
+    weights = _term_weights(focus, cand_terms)
+    total = sum(weights.values()) or 1.0
+    overlap = np.array([sum(w for t, w in weights.items() if t in ct) / total for ct in cand_terms], np.float32)
+    sims = vectors @ qvec if len(vectors) else np.zeros(len(cands), np.float32)
+    kinds = answer_kinds(question)
+    kind = np.array([max((1.0 if p.search(c.text) else 0.0 for p in kinds), default=0.0) for c in cands],
+                    np.float32)
+    prior = np.array([1.0 / (1 + c.hit) for c in cands], np.float32)
+    scores = W_SIM * sims + W_TERMS * overlap + W_KIND * kind + W_PRIOR * prior
+    order = [int(i) for i in np.argsort(-scores)]
+    best = order[0]
+
+    chosen: list[int] = []
+    covered: set[str] = set()
+    words = 0
+    for idx in order:
+        if len(chosen) >= max_sentences or words >= MIN_WORDS:
+            break
+        n_words = len(cands[idx].text.split())
+        if chosen:
+            if scores[idx] < scores[best] - MARGIN:
+                break
+            if float(np.max(vectors[chosen] @ vectors[idx])) > redundancy:
+                continue
+            if NEW_TERMS and not (cand_terms[idx] & focus) - covered and cands[idx].role != ITEM:
+                continue  # adds nothing the answer does not already say
+            if words + n_words > MAX_WORDS:
+                continue
+        chosen.append(idx)
+        covered |= cand_terms[idx] & focus
+        words += n_words
+
+    picked = [cands[i] for i in chosen]
+    out: list[Candidate] = []
+    for rank, c in enumerate(picked):
+        block = [c]
+        if leans_back(c.text):
+            prev = neighbour(c, -1)
+            if prev is not None and prev not in picked:
+                block.insert(0, prev)
+        if leans_forward(c.text):
+            nxt, step = neighbour(c, 1), 1
+            while nxt is not None and nxt.role == ITEM and step <= 6 and nxt not in picked:
+                block.append(nxt)
+                step += 1
+                nxt = neighbour(c, step)
+        elif rank == 0 and FOLLOW and words < MAX_WORDS:
+            # The best sentence often opens what the next one states ("MXNet is more than ...").
+            nxt = neighbour(c, 1)
+            if (nxt is not None and nxt not in picked and nxt.role in (PROSE, ITEM)
+                    and words + len(nxt.text.split()) <= MAX_WORDS
+                    and (FOLLOW_ALWAYS or leans_back(nxt.text) or set(tokenize(nxt.text)) & focus)):
+                block.append(nxt)
+                words += len(nxt.text.split())
+        for b in block:
+            if b not in out:
+                out.append(b)
+    return Choice(out, float(np.max(sims)) if len(sims) else 0.0, float(overlap[best]))
+
+
+def arrange(chosen: Sequence[Candidate]) -> list[Candidate]:
+    """Answer order: documents in the order they were first chosen, sentences in reading order."""
+    first: dict[str, int] = {}
+    for i, c in enumerate(chosen):
+        first.setdefault(c.doc_id, i)
+    return sorted(chosen, key=lambda c: (first[c.doc_id], c.ordinal))
+
+
+_ASKS_RESOURCE = re.compile(r"^\W*(?:which|what)\b(?:\s+\w+){0,3}?\s+(?:paper|project|work|library|framework|"
+                            r"system|tool|report|tech report|package|repo|repository|method|approach|technique)s?\b",
+                            re.I)
+
+
+def asks_for_resource(question: str) -> bool:
+    """"Which paper/project/tool ...?": the answer is a source's name, so the answer leads with it."""
+    return _ASKS_RESOURCE.search(question) is not None
+
+
+def _display_title(title: str) -> str:
+    return re.sub(r"^GitHub - ", "", title).strip()
+
+
+def compose(chosen: Sequence[Candidate], hits: Sequence[Hit], *, question: str = "") -> tuple[str, list[Citation]]:
+    """The answer text with one [n] per document page, and its citations (quotes are verbatim).
+
+    For a question asking which paper/project/tool, the answer leads with the title of the source
+    of its best sentence: the name is the answer, and the sentences say why.
+    """
+    numbers: dict[tuple[str, int | None], int] = {}
+    quotes: dict[tuple[str, int | None], list[str]] = {}
+    parts: list[str] = []
+    items: list[str] = []
+    by_doc = {h.doc_id: h for h in reversed(hits)}  # the best-ranked passage of each document
+    if chosen and asks_for_resource(question):
+        top = chosen[0]
+        numbers[(top.doc_id, top.page)] = 1
+        parts.append(f"{_display_title(by_doc[top.doc_id].title)} [1]:")
+    for c in arrange(chosen):
+        key = (c.doc_id, c.page)
+        if key not in numbers:
+            numbers[key] = len(numbers) + 1
+        quotes.setdefault(key, []).append(c.text)
+        text = for_answer(c.text)
+        if c.role == ITEM:
+            items.append(f"- {text.lstrip('-*•▪●◦‣ ').strip()} [{numbers[key]}]")
+            continue
+        if items:
+            parts.append("\n" + "\n".join(items) + "\n")
+            items = []
+        parts.append(f"{text} [{numbers[key]}]")
+    if items:
+        parts.append("\n" + "\n".join(items))
+    body = " ".join(parts).replace(" \n", "\n").replace("\n ", "\n").strip()
+    citations: list[Citation] = []
+    for (doc_id, page), n in numbers.items():
+        h = by_doc[doc_id]
+        quote = quotes.get((doc_id, page), [h.title])[0]  # verbatim: a reader finds it in the source
+        citations.append(Citation(n=n, url=h.url, title=h.title, page=page, quote=quote[:300], doc_id=doc_id,
+                                  chunk_id=h.chunk_id, venue=h.venue, year=h.year))
+    return body, citations

@@ -1,0 +1,117 @@
+"""Sentence splitting and selection for extractive answers (issue 10), on passages written here."""
+
+from __future__ import annotations
+
+import numpy as np
+
+from dmlqa.extractive import Candidate, answer_kinds, choose, compose
+from dmlqa.models import Block, Document, Hit
+from dmlqa.sentences import (
+    CAPTION,
+    CODE,
+    FURNITURE,
+    HEADING,
+    ITEM,
+    PROSE,
+    REFERENCE,
+    classify,
+    for_answer,
+    leans_back,
+    split_document,
+)
+
+
+def doc(*blocks: str, content_type: str = "html", page: int | None = None) -> Document:
+    return Document(doc_id="d", url="https://x.org/d", title="Tensor Fusion",
+                    blocks=tuple(Block(b, page=page) for b in blocks), content_type=content_type)
+
+
+def roles(d: Document) -> list[tuple[str, str]]:
+    return [(s.role, s.text) for s in split_document(d)]
+
+
+def test_whole_sentences_with_offsets_into_the_document_text() -> None:
+    d = doc("Tensor Fusion batches small tensors. It uses a 128 MB buffer by default, e.g. for allreduce.",
+            "Second block has one sentence of reasonable length here.")
+    ss = split_document(d)
+    assert [s.text for s in ss] == ["Tensor Fusion batches small tensors.",
+                                    "It uses a 128 MB buffer by default, e.g. for allreduce.",
+                                    "Second block has one sentence of reasonable length here."]
+    for s in ss:
+        assert " ".join(d.text[s.start:s.end].split()) == s.text
+
+
+def test_pdf_lines_are_wraps_but_html_lines_are_paragraphs_and_list_items() -> None:
+    pdf = doc("The bubble overhead is amortised when the number of\nmicro-batches is at least four times the "
+              "number of stages.", content_type="pdf")
+    assert [s.text for s in split_document(pdf)] == [
+        "The bubble overhead is amortised when the number of micro-batches is at least four times the number "
+        "of stages."]
+    html = doc("ZeRO has three stages that partition more and more state:\n- Stage 1 partitions optimizer states."
+               "\n- Stage 2 also partitions the gradients.")
+    assert [r for r, _ in roles(html)] == [PROSE, ITEM, ITEM]
+
+
+def test_furniture_headings_captions_code_and_references_are_not_quotable() -> None:
+    assert classify("11/23/26, 3:16 AM Tensor Fusion — Horovod documentation 1/2") == FURNITURE
+    assert classify("Figure 3: Throughput of the pipeline as the number of micro-batches grows.") == CAPTION
+    assert classify("4 partition(worldSize); 5 all_gather(params, group=g); 6 return out;") == CODE
+    assert classify("[21] J. Dean, G. Corrado, et al. Large scale distributed deep networks. In Proceedings of "
+                    "NIPS, pp. 1223-1231, 2012.") == REFERENCE
+    assert classify("Performance Benchmarking") == HEADING
+    assert classify("Tensor Fusion batches small allreduce operations into one large buffer.") == PROSE
+
+
+def test_reference_section_of_a_paper_is_not_quotable() -> None:
+    body = "We propose a system that trains big models with little memory and explains why it works well. " * 30
+    refs = ("\nReferences\n[1] A. Author. Efficient training of giant models with pipelines. In OSDI, 2019.\n"
+            "[2] B. Author. Another clever title that reads like a sentence. arXiv, 2020.")
+    d = doc(body + refs, content_type="pdf")
+    got = roles(d)
+    assert all(r == REFERENCE for r, t in got if "clever title" in t or "giant models" in t)
+
+
+def test_source_reference_markers_and_glued_headings_are_removed_for_the_answer() -> None:
+    assert for_answer("MiCS[40] keeps sub-groups small [12, 14] and uses hierarchy [3–5].") == (
+        "MiCS keeps sub-groups small and uses hierarchy.")
+    assert for_answer("3 DESIGN In this section we elaborate on the design.") == (
+        "In this section we elaborate on the design.")
+    assert leans_back("This reduces memory by 8x.") and leans_back("it also partitions gradients.")
+    assert not leans_back("ZeRO-3 partitions the parameters.")
+
+
+def test_answer_kinds() -> None:
+    assert answer_kinds("What is the default fusion buffer size?")
+    assert answer_kinds("Which flag enables activation checkpointing?")
+    assert not answer_kinds("Why is pipeline parallelism useful?")
+
+
+def _cands(texts: list[tuple[str, str]]) -> list[Candidate]:
+    return [Candidate(0, "d", i, t, role, 1) for i, (role, t) in enumerate(texts)]
+
+
+def test_choose_prefers_the_sentence_holding_the_asked_kind_and_pulls_in_its_antecedent() -> None:
+    cands = _cands([
+        (PROSE, "Horovod batches small tensors before the allreduce operation."),
+        (PROSE, "It uses a fusion buffer of 64 MB by default."),
+        (PROSE, "Fusion buffers are a general idea in distributed training systems."),
+    ])
+    vecs = np.eye(3, dtype=np.float32)
+    q = np.array([0.5, 0.5, 0.6], dtype=np.float32)  # the general sentence is the closest by vector
+    by_ordinal = {c.ordinal: c for c in cands}
+    choice = choose("What is the default size of the fusion buffer?", q, cands, vecs,
+                    neighbour=lambda c, step: by_ordinal.get(c.ordinal + step))
+    texts = [c.text for c in choice.candidates]
+    assert "It uses a fusion buffer of 64 MB by default." in texts
+    assert texts.index("Horovod batches small tensors before the allreduce operation.") < texts.index(
+        "It uses a fusion buffer of 64 MB by default.")
+
+
+def test_one_citation_per_document_page_and_lists_stay_lists() -> None:
+    hit = Hit(rank=1, score=1.0, doc_id="d", url="https://x.org/d", title="ZeRO", page=1, section=None, text="")
+    cands = _cands([(PROSE, "ZeRO has three stages:"), (ITEM, "- Stage 1 partitions optimizer states [4]."),
+                    (ITEM, "- Stage 2 partitions gradients.")])
+    body, cites = compose(cands, [hit])
+    assert body == ("ZeRO has three stages: [1]\n- Stage 1 partitions optimizer states. [1]\n"
+                    "- Stage 2 partitions gradients. [1]")
+    assert len(cites) == 1 and cites[0].quote == "ZeRO has three stages:"
