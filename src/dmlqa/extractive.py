@@ -260,7 +260,11 @@ def compose(chosen: Sequence[Candidate], hits: Sequence[Hit], *, question: str =
         top = chosen[0]
         numbers[(top.doc_id, top.page)] = 1
         parts.append(f"{_display_title(by_doc[top.doc_id].title)} [1]:")
+    said: set[str] = set()
     for c in arrange(chosen):
+        if c.text in said:  # the same sentence in two copies of a page says nothing new
+            continue
+        said.add(c.text)
         key = (c.doc_id, c.page)
         if key not in numbers:
             numbers[key] = len(numbers) + 1
