@@ -57,6 +57,20 @@ def test_unknown_name_is_refused(asker: Asker) -> None:
     assert a.refused and "Hivemind" in a.answer
 
 
+@pytest.mark.parametrize("question", ["how do I configure zerobubblex for pipeline stages?",
+                                      "Can megablocksx partition optimizer states?"])
+def test_unknown_lowercase_tool_name_is_refused(asker: Asker, question: str) -> None:
+    """A tool named in lower case is still a name: no document mentions it, so no answer."""
+    a = asker.ask(question)
+    name = next(w for w in question.split() if w.endswith("x"))
+    assert a.refused and name in a.answer
+
+
+def test_compound_english_word_is_not_taken_for_a_name(asker: Asker) -> None:
+    a = asker.ask("Is there a walkthrough of how ZeRO partitions optimizer states?")
+    assert not a.refused
+
+
 @pytest.mark.parametrize(
     "question",
     ["", "   \n\t ", "\x00\x07zero\x1b[31m", "zero " * 4000, "ZeRO는 옵티마이저 상태를 어떻게 분할합니까?",

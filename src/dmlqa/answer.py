@@ -10,6 +10,7 @@ if it fails, the extractive answer is returned with a notice saying why.
 
 from __future__ import annotations
 
+import functools
 import re
 import time
 import unicodedata
@@ -116,6 +117,31 @@ def _name_like(part: str, sentence_start: bool) -> bool:
     return part[:1].isupper() and not sentence_start
 
 
+@functools.lru_cache(maxsize=4)
+def _english_words(model: str) -> frozenset[str]:
+    """Whole words of the embedding model's WordPiece vocabulary: ~20k ordinary English words."""
+    from tokenizers import Tokenizer
+
+    from dmlqa.embed import model_dir
+
+    path = model_dir(model)
+    if path is None or not (path / "tokenizer.json").is_file():
+        return frozenset()
+    vocab = Tokenizer.from_file(str(path / "tokenizer.json")).get_vocab()
+    return frozenset(w for w in vocab if w.isalpha() and len(w) >= 3)
+
+
+def _unknown_lowercase_name(word: str, searcher: Searcher) -> bool:
+    """A lower-case word that is no English word nor a compound of two ("walkthrough"): a tool's
+    name written in lower case ("zerobubblex"), which must then occur in the index to be answered."""
+    if not re.fullmatch(r"[a-z][a-z0-9]{3,}", word):
+        return False
+    english = _english_words(searcher.version.meta.get("model", ""))
+    if not english or word in english:
+        return False
+    return not any(word[:i] in english and word[i:] in english for i in range(3, len(word) - 2))
+
+
 def missing_terms(searcher: Searcher, question: str) -> list[str]:
     """Names in the question that occur in no indexed text at all.
 
@@ -128,7 +154,7 @@ def missing_terms(searcher: Searcher, question: str) -> list[str]:
     for m in _WORD.finditer(question):
         word = m.group(0)
         for part in re.split(r"[.\-]", word):
-            if part and _name_like(part, start):
+            if part and (_name_like(part, start) or _unknown_lowercase_name(part, searcher)):
                 tokens = tokenize(part)
                 if "_" in part:  # an identifier counts as mentioned only when written whole
                     tokens = [t for t in tokens if "_" in t]
