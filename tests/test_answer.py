@@ -173,3 +173,21 @@ def test_questions_are_not_written_to_the_vector_store(home: Path) -> None:
     db = sqlite3.connect(home / "index" / "cache" / "embeddings.sqlite")
     stored = {sha for (sha,) in db.execute("SELECT sha256 FROM embeddings")}
     assert text_sha256(question) not in stored and stored  # sentences are stored, the question is not
+
+
+def test_follow_up_questions_are_recognised() -> None:
+    from dmlqa.answer import is_follow_up
+
+    for q in ("what about stage 3?", "And for inference?", "How about ZeRO-Offload?", "why?",
+              "What does it do with gradients?"):
+        assert is_follow_up(q), q
+    for q in ("How does ZeRO-3 partition parameters?", "Which paper introduced GPipe?"):
+        assert not is_follow_up(q), q
+
+
+def test_follow_up_is_answered_about_its_new_aspect_without_repeating(asker: Asker) -> None:
+    first = asker.ask("How does ZeRO partition optimizer states across data parallel ranks?")
+    second = asker.ask("what about the gradients?", previous=first)
+    assert not second.refused and "gradient" in second.answer.lower()
+    alone = asker.ask("what about the gradients?")
+    assert alone.refused or alone.answer != second.answer  # the previous question gave it its subject

@@ -166,7 +166,8 @@ def missing_terms(searcher: Searcher, question: str) -> list[str]:
 
 
 def extractive_answer(
-    searcher: Searcher, question: str, hits: Sequence[Hit], options: AskOptions, *, previous: str | None = None
+    searcher: Searcher, question: str, hits: Sequence[Hit], options: AskOptions, *, previous: str | None = None,
+    avoid: set[str] = frozenset(),
 ) -> tuple[str, list[Citation], bool, list[str]]:
     """(answer text, citations, refused, flags): see :mod:`dmlqa.extractive`.
 
@@ -193,15 +194,30 @@ def extractive_answer(
 
         def neighbour(c, step):  # noqa: ANN001, ANN202
             return by_key.get((c.doc_id, c.ordinal + step))
-    exclude = set(tokenize(previous)) & set(tokenize(question)) if previous else set()
-    choice = choose(question, qvec, cands, vectors, neighbour=neighbour, exclude_terms=exclude,
-                    max_sentences=options.max_sentences)
+    exclude: set[str] = set()
+    if previous:
+        # Score against the whole follow-up ("ZeRO stages ... what about stage 3"), but count as
+        # covered only what is new in it, and never quote again what the last answer quoted.
+        exclude = set(tokenize(previous)) - set(tokenize(question))
+        qvec = searcher.embed_query(f"{previous} {question}", version)
+    choice = choose(f"{previous} {question}" if previous else question, qvec, cands, vectors,
+                    neighbour=neighbour, exclude_terms=exclude, avoid=avoid, max_sentences=options.max_sentences)
     absent = missing_terms(searcher, question)
     if not choice.candidates or choice.best_similarity < MIN_EVIDENCE or absent:
         why = f" (no document mentions {', '.join(absent)})" if absent else ""
         return REFUSAL.rstrip(".") + why + ".", [], True, []
     body, citations = compose(choice.candidates, hits, question=question)
     return body, citations, False, []
+
+
+_FOLLOW_UP = re.compile(r"^\W*(?:(?:and|but|so)\s+)?(?:what|how)\s+(?:about|of)\b|^\W*(?:and|also|then)\b|"
+                        r"^\W*(?:why|how|really|and then)\W*$|^\W*(?:what|how) (?:does|do|is|are) (?:it|that|this|"
+                        r"they|those|these)\b", re.IGNORECASE)
+
+
+def is_follow_up(question: str) -> bool:
+    """Does the question lean on the one before ("what about stage 3?", "and for inference?")?"""
+    return _FOLLOW_UP.search(question) is not None or len(tokenize(question)) <= 1
 
 
 def nearest_sources(hits: Sequence[Hit], n: int = 3) -> list[Citation]:
@@ -249,10 +265,16 @@ class Asker:
         config = LLMConfig.from_settings(settings)
         return cls(Searcher(settings), LLMBackend(config) if config else None)
 
-    def ask(self, question: str, options: AskOptions | None = None) -> Answer:
-        return self.stream(question, options).result
+    def ask(self, question: str, options: AskOptions | None = None, *, previous: Answer | None = None) -> Answer:
+        return self.stream(question, options, previous=previous).result
 
-    def stream(self, question: str, options: AskOptions | None = None) -> AskStream:
+    def stream(self, question: str, options: AskOptions | None = None, *, previous: Answer | None = None) -> AskStream:
+        """Answer ``question``; ``previous`` is the conversation's last answer, for follow-ups.
+
+        A follow-up that leans on the previous question ("what about stage 3?") is retrieved with
+        that question's words, but answered about its own new aspect, without repeating what the
+        previous answer already quoted.
+        """
         options = options or AskOptions()
         t0 = time.perf_counter()
         text, notice = clean_question(question)
@@ -260,14 +282,17 @@ class Asker:
             answer = Answer(question=question, answer="Please ask a question.", citations=(), backend="extractive",
                             refused=True, notice="empty question")
             return AskStream(iter(()), lambda: answer)
-        hits = retrieve(self.searcher, text, options)
+        context = previous.question if previous is not None and is_follow_up(text) else None
+        hits = retrieve(self.searcher, f"{context} {text}" if context else text, options)
         undated = undated_excluded(self.searcher.version, options.filters)
         notices = [notice] if notice else []
         if _latin_share(text) < 0.5:
             notices.append("the knowledge base is in English; questions in other languages match poorly")
 
         def extractive(extra_notice: str | None = None) -> Answer:
-            body, cites, refused, flags = extractive_answer(self.searcher, text, hits, options)
+            said = {c.quote for c in previous.citations} if context and previous is not None else set()
+            body, cites, refused, flags = extractive_answer(self.searcher, text, hits, options, previous=context,
+                                                            avoid=said)
             if refused:
                 cites = nearest_sources(hits)
                 if cites:

@@ -42,6 +42,8 @@ NEW_TERMS = False
 FOLLOW = True
 FOLLOW_ALWAYS = True
 W_SIM, W_TERMS, W_KIND, W_PRIOR = 1.0, 0.8, 0.3, 0.3
+#: Score taken off a sentence the previous answer already quoted (follow-ups).
+AVOIDED = 1.0
 
 
 @dataclass(frozen=True)
@@ -149,6 +151,7 @@ def choose(
     *,
     neighbour: Callable[[Candidate, int], Candidate | None] = lambda c, step: None,
     exclude_terms: set[str] = frozenset(),
+    avoid: set[str] = frozenset(),
     max_sentences: int = 4,
     redundancy: float = 0.85,
 ) -> Choice:
@@ -156,7 +159,9 @@ def choose(
 
     ``neighbour(c, ±1)`` returns the sentence before/after ``c`` in its document (or None), for
     anaphora and announced lists. ``exclude_terms`` are terms a follow-up question shares with the
-    previous one: they still retrieve, but the answer must be about what is new.
+    previous one: they still retrieve, but the answer must be about what is new. ``avoid`` are
+    sentences the previous answer quoted: ranked last, so they are said again only when nothing
+    else answers.
     """
     if not cands:
         return Choice([], 0.0, 0.0)
@@ -172,6 +177,8 @@ def choose(
                     np.float32)
     prior = np.array([1.0 / (1 + c.hit) for c in cands], np.float32)
     scores = W_SIM * sims + W_TERMS * overlap + W_KIND * kind + W_PRIOR * prior
+    if avoid:
+        scores = scores - np.array([AVOIDED if c.text in avoid else 0.0 for c in cands], np.float32)
     order = [int(i) for i in np.argsort(-scores)]
     best = order[0]
 
