@@ -3,7 +3,11 @@
 It speaks enough of the chat-completions protocol for the official ``openai`` client:
 ``POST /v1/chat/completions`` (streamed as server-sent events, or one JSON body) and
 ``GET /v1/models``. Each request's headers and JSON body are recorded; each reply is
-programmable (text, deltas, delays, an HTTP error, a hang, a dropped connection).
+programmable (text, deltas, delays, an HTTP error, a hang, a dropped connection), and so is the
+shape of the stream, as real local servers send it: content cut at awkward places (``chunk_size``,
+``chunks``), reasoning in ``reasoning_content``/``reasoning`` deltas beside the content (vLLM,
+llama.cpp, DeepSeek, Ollama), or raw delta objects (``events``). A ``responder`` picks the reply
+from the request (for runs over many questions).
 
     with FakeOpenAI() as server:
         server.queue(Reply(text="Ring all-reduce is bandwidth-optimal [1]."))
@@ -17,6 +21,7 @@ import json
 import threading
 import time
 from collections import deque
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
@@ -41,12 +46,28 @@ class Reply:
     gate: threading.Event | None = None
     gate_after: int = 1
     finish_reason: str = "stop"
+    #: Cut ``text`` every this many characters (through tags, markers and words) instead of at spaces.
+    chunk_size: int | None = None
+    #: Reasoning sent before the content as deltas of ``reasoning_field`` (the content field null).
+    reasoning: list[str] | None = None
+    reasoning_field: str = "reasoning_content"
+    #: Raw delta objects to stream instead (e.g. ``{"reasoning_content": "..", "content": "A"}``).
+    events: list[dict[str, Any]] | None = None
 
     def deltas(self) -> list[str]:
         if self.chunks is not None:
             return list(self.chunks)
+        if self.chunk_size:
+            return [self.text[i : i + self.chunk_size] for i in range(0, len(self.text), self.chunk_size)]
         parts = self.text.split(" ")
         return [p + " " for p in parts[:-1]] + [parts[-1]]
+
+    def delta_objects(self) -> list[dict[str, Any]]:
+        """The ``delta`` of each streamed chunk after the first (role) one."""
+        if self.events is not None:
+            return [dict(e) for e in self.events]
+        thoughts = [{self.reasoning_field: r, "content": None} for r in self.reasoning or ()]
+        return thoughts + [{"content": t} for t in self.deltas()]
 
 
 @dataclass
@@ -63,6 +84,8 @@ class FakeOpenAI:
 
     models: list[str] = field(default_factory=lambda: ["fake-model"])
     default: Reply = field(default_factory=Reply)
+    #: When set (and nothing is queued), the reply to each chat request is ``responder(request body)``.
+    responder: Callable[[Any], Reply] | None = None
     requests: list[RecordedRequest] = field(default_factory=list)
 
     def __post_init__(self) -> None:
@@ -78,9 +101,11 @@ class FakeOpenAI:
         with self._lock:
             self._replies.extend(replies)
 
-    def next_reply(self) -> Reply:
+    def next_reply(self, body: Any = None) -> Reply:
         with self._lock:
-            return self._replies.popleft() if self._replies else self.default
+            if self._replies:
+                return self._replies.popleft()
+        return self.responder(body) if self.responder is not None else self.default
 
     def record(self, request: RecordedRequest) -> None:
         with self._lock:
@@ -98,7 +123,7 @@ class FakeOpenAI:
 
     def start(self) -> FakeOpenAI:
         handler = type("Handler", (_Handler,), {"fake": self})
-        self._server = ThreadingHTTPServer(("127.0.0.1", 0), handler)
+        self._server = _QuietServer(("127.0.0.1", 0), handler)
         self._server.daemon_threads = True
         self._thread = threading.Thread(
             target=self._server.serve_forever, kwargs={"poll_interval": 0.05}, name="fake-openai", daemon=True
@@ -119,6 +144,15 @@ class FakeOpenAI:
 
     def __exit__(self, *exc: object) -> None:
         self.stop()
+
+
+class _QuietServer(ThreadingHTTPServer):
+    def handle_error(self, request: Any, client_address: Any) -> None:
+        import sys
+
+        if isinstance(sys.exc_info()[1], ConnectionError):  # a client that hung up: expected in these tests
+            return
+        super().handle_error(request, client_address)
 
 
 class _Handler(BaseHTTPRequestHandler):
@@ -171,7 +205,7 @@ class _Handler(BaseHTTPRequestHandler):
         if self.path.rstrip("/") != "/v1/chat/completions":
             self._send_json(404, {"error": {"message": f"no route {self.path}", "type": "not_found"}})
             return
-        reply = self.fake.next_reply()
+        reply = self.fake.next_reply(body)
         if reply.hang:
             self._hang()
             return
@@ -191,7 +225,8 @@ class _Handler(BaseHTTPRequestHandler):
         if isinstance(body, dict) and body.get("stream"):
             self._stream(reply, model)
         else:
-            self._send_json(200, _completion(model, reply.text, reply.finish_reason))
+            reasoning = "".join(reply.reasoning or ()) or None
+            self._send_json(200, _completion(model, reply.text, reply.finish_reason, reasoning, reply.reasoning_field))
 
     def _stream(self, reply: Reply, model: str) -> None:
         self.send_response(200)
@@ -213,7 +248,7 @@ class _Handler(BaseHTTPRequestHandler):
 
         try:
             self._write_chunk(event({"role": "assistant", "content": ""}))
-            for i, text in enumerate(reply.deltas()):
+            for i, delta in enumerate(reply.delta_objects()):
                 if reply.hang_after is not None and i == reply.hang_after:
                     self._hang()
                     return
@@ -226,7 +261,7 @@ class _Handler(BaseHTTPRequestHandler):
                             return
                 if i and self.fake.sleep(reply.delay_between):
                     return
-                self._write_chunk(event({"content": text}))
+                self._write_chunk(event(delta))
             self._write_chunk(event({}, reply.finish_reason))
             self._write_chunk(b"data: [DONE]\n\n")
             self._write_chunk(b"")
@@ -234,14 +269,19 @@ class _Handler(BaseHTTPRequestHandler):
             self.close_connection = True
 
 
-def _completion(model: str, text: str, finish_reason: str) -> dict[str, Any]:
+def _completion(
+    model: str, text: str, finish_reason: str, reasoning: str | None = None, reasoning_field: str = "reasoning_content"
+) -> dict[str, Any]:
+    message: dict[str, Any] = {"role": "assistant", "content": text}
+    if reasoning is not None:
+        message[reasoning_field] = reasoning
     return {
         "id": "chatcmpl-fake",
         "object": "chat.completion",
         "created": int(time.time()),
         "model": model,
         "choices": [
-            {"index": 0, "message": {"role": "assistant", "content": text}, "finish_reason": finish_reason}
+            {"index": 0, "message": message, "finish_reason": finish_reason}
         ],
         "usage": {"prompt_tokens": 1, "completion_tokens": 1, "total_tokens": 2},
     }

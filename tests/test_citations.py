@@ -4,7 +4,16 @@ from __future__ import annotations
 
 import pytest
 
-from dmlqa.citations import REFUSAL_PREFIX, best_quote, check_citations, locate_quote, split_sentences
+from dmlqa.citations import (
+    REFUSAL_PREFIX,
+    best_quote,
+    check_citations,
+    locate_quote,
+    normalise_markers,
+    split_sentences,
+    strip_reasoning,
+    supporting_passage,
+)
 from dmlqa.models import Hit
 
 
@@ -238,3 +247,47 @@ def test_no_passages_means_every_marker_is_invented() -> None:
     assert checked.text == "GPipe pipelines micro-batches through the stages."
     assert checked.flags[0] == "removed citation [1]: no such source"
     assert checked.citations == ()
+
+
+# -- replies as models send them -------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("text", "expected"),
+    [
+        ("<think>plan</think>\n\nAnswer.", "Answer."),
+        ("Answer. <THINK>aside</THINK> More.", "Answer.  More."),
+        ("<think>never closed", ""),
+        ("Answer first. <thinking>then it thought", "Answer first."),
+        ("reasoning the template opened</think>\nAnswer.", "Answer."),
+        ("No tags <b>at</b> all.", "No tags <b>at</b> all."),
+    ],
+)
+def test_strip_reasoning(text: str, expected: str) -> None:
+    assert strip_reasoning(text) == expected
+
+
+def test_caret_markers_are_not_confused_with_powers() -> None:
+    assert normalise_markers("Cost grows as O(N^2) and 2^10 bytes, x^2.") == "Cost grows as O(N^2) and 2^10 bytes, x^2."
+    assert normalise_markers("ZeRO shards state^1 and more.^2") == "ZeRO shards state [1] and more [2]."
+
+
+def test_runs_of_markers_are_merged_in_order() -> None:
+    checked = check_citations("ZeRO partitions optimizer states [3][2] and GPipe pipelines [2] [1].", PASSAGES)
+    assert checked.text == "ZeRO partitions optimizer states [1][2] and GPipe pipelines [2][3]."
+    # The flagged [9] goes; a run is one citation group whatever its spelling.
+    checked = check_citations("ZeRO partitions optimizer states [2]【9】 (Source 3).", PASSAGES)
+    assert checked.text == "ZeRO partitions optimizer states [1][2]."
+    assert checked.flags[0] == "removed citation [9]: no such source"
+
+
+def test_supporting_passage_needs_real_overlap() -> None:
+    assert supporting_passage("ZeRO partitions the optimizer states across ranks.", PASSAGES) == 2
+    assert supporting_passage("GPipe places stages on different accelerators.", PASSAGES) == 3
+    assert supporting_passage("Stage 3 was released in 2021 by a large company.", PASSAGES) is None
+    assert supporting_passage("Anything at all.", []) is None
+
+
+def test_marker_less_refusal_is_not_attributed() -> None:
+    checked = check_citations("The provided sources do not mention GaLore.", PASSAGES)
+    assert checked.refused and checked.citations == () and checked.flags == ()

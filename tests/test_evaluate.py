@@ -29,3 +29,21 @@ def test_ndcg() -> None:
 
 def test_percentile() -> None:
     assert percentile([1, 2, 3, 4], 50) == 2.5 and percentile([], 95) == 0.0 and percentile([5], 95) == 5
+
+
+def test_answer_checks_for_llm_and_extractive_scores() -> None:
+    from dmlqa.evaluate import EvalQuestion, answer_words, dangling_markers, score_answers
+    from dmlqa.models import Answer, Citation
+
+    cite = Citation(n=1, url="https://a.org/x", title="X", page=None, quote="q")
+    good = Answer(question="q", answer="ZeRO shards optimizer states [1].", citations=(cite,), backend="llm:m",
+                  refused=False, flags=("removed citation [9]: no such source",))
+    bad = Answer(question="q", answer="It cites [2] which is not listed.", citations=(cite,), backend="extractive",
+                 refused=False, flags=("unsupported: It cites which is not listed.",))
+    assert dangling_markers(good) == [] and dangling_markers(bad) == [2]
+    assert answer_words("ZeRO shards optimizer states [1].") == 4
+    questions = [EvalQuestion(str(i), "q", ("https://a.org/x",), True, ()) for i in range(2)]
+    s = score_answers(questions, [good, bad], backend="llm:m")
+    assert s["answers_with_dangling_markers"] == 1 and s["fallbacks"] == 1
+    assert s["removed_citations"] == 1 and s["unsupported_sentences"] == 1 and s["median_words"] == 5.0
+    assert "fallbacks" not in score_answers(questions, [good, bad])

@@ -1,10 +1,13 @@
 """Checking the citations of a generated answer against the passages it was written from.
 
-Pure functions over text, usable on any generated answer: :func:`check_citations` removes
-``[n]`` markers that name no passage, flags factual sentences that carry no marker, renumbers
-the sources compactly in order of first use, and builds a :class:`~dmlqa.models.Citation` for
-each with a quote taken from (and verified against) the cited passage. Nothing the model says
-about its sources is trusted; everything is checked against the passages themselves.
+Pure functions over text, usable on any generated answer: :func:`check_citations` drops the
+model's reasoning, reads every citation style models use (``[1, 2]``, ``[1-3]``, ``【1†source】``,
+``(Source 1)``, ``^1``, ``[^1]``, ...) as ``[n]``, removes markers that name no passage, attributes
+the sentences of a marker-less answer to the passages that support them, flags factual sentences
+left without a marker, renumbers the sources compactly in order of first use, and builds a
+:class:`~dmlqa.models.Citation` for each with a quote taken from (and verified against) the cited
+passage. Nothing the model says about its sources is trusted; everything is checked against the
+passages themselves.
 """
 
 from __future__ import annotations
@@ -36,11 +39,13 @@ class CheckedText:
 
 # -- sentences ---------------------------------------------------------------------------------------------
 
-# One citation group: [1], [1, 2], [1-3], [1–3], [1; 2], [Source 1], [source: 2].
-_MARKER = re.compile(
-    r"\[\s*(?:sources?\s*:?\s*)?(\d{1,3}(?:\s*(?:,|;|-|–|—|and)\s*(?:sources?\s*)?\d{1,3})*)\s*\]", re.IGNORECASE
-)
-_SPACED_MARKER = re.compile(r"[ \t]*" + _MARKER.pattern, re.IGNORECASE)
+# What a model may call a source inside a marker: [Source 2], (Passage 1), [doc 3].
+_SOURCE_WORD = r"(?:sources?|passages?|documents?|docs?)"
+# The numbers of one marker: "1", "1, 2", "1-3", "1–3", "1; 2", "1 and 2", "Source 1, Source 2".
+_GROUP = rf"\d{{1,3}}(?:\s*(?:,|;|-|–|—|and|&)\s*(?:{_SOURCE_WORD}\s*:?\s*)?\d{{1,3}})*"
+# One citation group in the answer's own form: [1], [1, 2], [1-3], [1; 2], [Source 1], [source: 2].
+_MARKER = re.compile(rf"\[\s*(?:{_SOURCE_WORD}\s*:?\s*)?({_GROUP})\s*\]", re.IGNORECASE)
+_SPACED_RUN = re.compile(rf"[ \t]*{_MARKER.pattern}(?:[ \t]*{_MARKER.pattern})*", re.IGNORECASE)
 _MARKERS_RUN = re.compile(rf"(?:\s*{_MARKER.pattern})+", re.IGNORECASE)
 # A sentence end: terminator, closing quotes/brackets, then citation markers that belong to it.
 _END = re.compile(rf"[.!?…]+[\"'”’)\]]*(?:{_MARKERS_RUN.pattern})?(?=\s|$)", re.IGNORECASE)
@@ -108,6 +113,101 @@ def sentence_spans(text: str) -> list[tuple[int, int]]:
 def split_sentences(text: str) -> list[str]:
     """The sentences of ``text``, stripped (list bullets and heading marks removed); each is a substring."""
     return [text[a:b] for a, b in sentence_spans(text)]
+
+
+# -- model replies as they come -----------------------------------------------------------------------------
+
+# Reasoning that models inline into the answer text: <think>…</think> (DeepSeek-R1, Qwen3, QwQ served by
+# Ollama or llama.cpp), also <thinking>…</thinking>.
+REASONING_TAGS = ("think", "thinking")
+REASONING_TAG = re.compile(rf"<(/?)({'|'.join(REASONING_TAGS)})>", re.IGNORECASE)
+
+
+def strip_reasoning(text: str) -> str:
+    """``text`` without the model's reasoning.
+
+    A ``<think>…</think>`` block goes wherever it stands; an unclosed ``<think>`` takes the rest of the
+    text with it; a ``</think>`` with no opening tag (chat templates that open the block in the prompt)
+    takes everything before it.
+    """
+    out: list[str] = []
+    pos, depth = 0, 0
+    for m in REASONING_TAG.finditer(text):
+        closing = bool(m.group(1))
+        if depth == 0:
+            if closing:  # an orphan close: all so far was reasoning
+                out.clear()
+            else:
+                out.append(text[pos : m.start()])
+                depth = 1
+        elif closing:
+            depth = 0
+        pos = m.end()
+    if depth == 0:
+        out.append(text[pos:])
+    return "".join(out).strip()
+
+
+_MARKER_STYLES = re.compile(
+    # 【1】, 【1, 2】, 【1†source】, 【4:0†source】 (OpenAI file-search style, imitated by local models)
+    rf"【\s*(?:{_SOURCE_WORD}\s*:?\s*)?(?P<lent>{_GROUP})(?:\s*[†:][^】\n]{{0,80}})?\s*】"
+    # (Source 1), (Sources 1 and 2), (source: 3), (Passage 2) — a bare "(1)" is too often an enumeration
+    rf"|\(\s*{_SOURCE_WORD}\s*:?\s*(?P<paren>{_GROUP})\s*\)"
+    # [^1] (Markdown footnote), ^[1]
+    rf"|\[\^\s*(?P<foot>{_GROUP})\s*\]|\^\[\s*(?P<caret_br>{_GROUP})\s*\]"
+    # ^1 after a word or punctuation: "states^1", "states.^1" (not "N^2" or "2^10": a one-letter or numeric base)
+    r"|(?:(?<=[A-Za-z]{2})|(?<=[.,;:!?)\]\"'”’]))\^(?P<caret>\d{1,3})(?![\d^])",
+    re.IGNORECASE,
+)
+# A trailing list of the sources the model used ("Sources:\n[1] Title"), and footnote definitions ("[^1]: Title").
+_REFERENCE_HEADING = re.compile(
+    r"^[ \t]*[#*_]*[ \t]*(?:sources?|references?|citations?|footnotes?)(?:[ \t]+used)?[ \t]*:?[ \t]*[*_]*[ \t]*$",
+    re.IGNORECASE,
+)
+_REFERENCE_LINE = re.compile(
+    rf"^[ \t]*(?:[-*•][ \t]*)?"
+    rf"(?:\[\^?\s*(?:{_SOURCE_WORD}\s*:?\s*)?\d{{1,3}}\s*\]|【[^】\n]*】|\^\d{{1,3}})[ \t]*:?.*$",
+    re.IGNORECASE,
+)
+_FOOTNOTE_DEF = re.compile(r"^[ \t]*\[\^\s*\d{1,3}\s*\]:")
+
+
+_GLUED = re.compile(rf"(?<=\w\w)([.!?])((?:{_MARKER.pattern})+)(?=\s|$)", re.IGNORECASE)
+
+
+def _strip_reference_list(text: str) -> str:
+    """Drop a closing "Sources:" block of ``[n] Title`` lines and ``[^n]: …`` footnote definitions:
+    the checked answer lists its own sources."""
+    lines = text.rstrip().split("\n")
+    end = len(lines)
+    while end and (not lines[end - 1].strip() or _FOOTNOTE_DEF.match(lines[end - 1])):
+        end -= 1
+    tail = end
+    while tail and (not lines[tail - 1].strip() or _REFERENCE_LINE.match(lines[tail - 1])):
+        tail -= 1
+    if tail < end and tail and _REFERENCE_HEADING.match(lines[tail - 1]):
+        end = tail - 1
+    return "\n".join(lines[:end]).rstrip()
+
+
+def normalise_markers(text: str) -> str:
+    """Rewrite every citation style models use into the answer's own ``[n]`` form (numbers unchanged).
+
+    ``【1】``/``【1†source】`` → ``[1]``; ``(Source 1)`` → ``[1]``; ``[^1]``, ``^[1]``, ``^1`` → ``[1]``;
+    ``[Source 2]``, ``[1, 2]``, ``[1-3]`` are already that form (:func:`check_citations` splits and checks
+    the numbers). A trailing "Sources:" list and footnote definitions are dropped.
+    """
+    text = _strip_reference_list(text)
+
+    def one(m: re.Match[str]) -> str:
+        group = next(g for g in m.groupdict().values() if g is not None)
+        before = m.string[m.start() - 1] if m.start() else ""
+        space = " " if before.isalnum() else ""  # "states^1" → "states [1]"
+        return f"{space}[{group}]"
+
+    text = _MARKER_STYLES.sub(one, text)
+    # "states.[1]" → "states [1].": the marker belongs inside the sentence it supports.
+    return _GLUED.sub(lambda m: " " + m.group(2).strip() + m.group(1), text)
 
 
 # -- quotes ------------------------------------------------------------------------------------------------
@@ -212,8 +312,8 @@ def locate_quote(passage_text: str, quote: str) -> tuple[int, int] | None:
 def _numbers(group: str) -> list[int]:
     """``"1, 3-5"`` → [1, 3, 4, 5] (a range longer than 20 keeps only its ends)."""
     out: list[int] = []
-    for part in re.split(r"\s*(?:,|;|and)\s*", group, flags=re.IGNORECASE):
-        part = re.sub(r"(?i)sources?\s*", "", part).strip()
+    for part in re.split(r"\s*(?:,|;|&|\band\b)\s*", group, flags=re.IGNORECASE):
+        part = re.sub(rf"(?i){_SOURCE_WORD}\s*:?\s*", "", part).strip()
         if not part:
             continue
         bounds = [int(x) for x in re.split(r"\s*[-–—]\s*", part) if x.strip().isdigit()]
@@ -271,9 +371,64 @@ def _is_refusal_start(text: str) -> bool:
     return text.lstrip(" \t\n*_>\"'“#").lower().startswith(REFUSAL_PREFIX.lower())
 
 
+#: An unmarked sentence is attributed to a passage holding at least this share of its content words ...
+MIN_SUPPORT = 0.5
+#: ... and at least this many of them.
+MIN_SUPPORT_WORDS = 2
+_TERMINAL = re.compile(r"[.!?…]+[\"'”’)]*$")
+
+
+def supporting_passage(sentence: str, passages: Sequence[Hit]) -> int | None:
+    """The number (1-based) of the passage that best supports ``sentence`` by word overlap, or None.
+
+    Support is the share of the sentence's content words (stemmed, stop words left out) that the passage
+    contains; shared words rare among the passages count more when choosing between passages, and the
+    earlier passage wins ties. Below :data:`MIN_SUPPORT` (or :data:`MIN_SUPPORT_WORDS` words) nothing does.
+    """
+    claim = set(content_tokens(_strip_markers(sentence)))
+    if not claim or not passages:
+        return None
+    vocab = [set(content_tokens(h.text)) for h in passages]
+    best, best_score = None, 0.0
+    for i, words in enumerate(vocab):
+        shared = claim & words
+        if len(shared) < min(MIN_SUPPORT_WORDS, len(claim)) or len(shared) / len(claim) < MIN_SUPPORT:
+            continue
+        score = sum(1.0 / sum(1 for v in vocab if w in v) for w in shared)  # rare shared words weigh more
+        if score > best_score + 1e-9:
+            best, best_score = i + 1, score
+    return best
+
+
+def _attribute(text: str, passages: Sequence[Hit]) -> tuple[str, int, int]:
+    """Give each factual sentence of a marker-less ``text`` a ``[n]`` for its supporting passage.
+
+    Returns (text with markers added, sentences attributed, sentences that needed one).
+    """
+    parts: list[str] = []
+    pos = attributed = needed = 0
+    for a, b in sentence_spans(text):
+        sentence = text[a:b]
+        if not _needs_citation(sentence):
+            continue
+        needed += 1
+        n = supporting_passage(sentence, passages)
+        if n is None:
+            continue
+        attributed += 1
+        end = _TERMINAL.search(sentence)
+        cut = a + (end.start() if end else len(sentence))
+        parts.append(text[pos:cut].rstrip() + f" [{n}]")
+        pos = cut
+    parts.append(text[pos:])
+    return "".join(parts), attributed, needed
+
+
 def check_citations(text: str, passages: Sequence[Hit]) -> CheckedText:
     """Check and renumber the citations of ``text``; ``passages[i]`` is source ``n = i + 1``.
 
+    * Reasoning (``<think>`` blocks, see :func:`strip_reasoning`) is removed, and every citation style
+      models use is read as ``[n]`` (:func:`normalise_markers`; ranges expand to each number).
     * A marker number naming no passage is removed and flagged ("removed citation [9]: no such source").
     * Sources are renumbered 1..m in order of first use and markers rewritten to match (``[1][3]``).
       Repeats of one passage (same ``chunk_id``) share a number.
@@ -281,8 +436,17 @@ def check_citations(text: str, passages: Sequence[Hit]) -> CheckedText:
       short connectives and sentences about what the sources lack are exempt.
     * Each citation's quote is the sentence of its passage that best overlaps the sentences citing it,
       verified to occur in the passage.
+    * An answer with no marker at all has each factual sentence attributed to the passage that supports
+      it (:func:`supporting_passage`) and flagged so; a sentence no passage supports stays unsupported.
     * ``refused`` when the answer opens with :data:`REFUSAL_PREFIX` (uncited), or contains it and cites nothing.
     """
+    text = normalise_markers(strip_reasoning(text))
+    attribution: str | None = None
+    if passages and not _MARKER.search(text):
+        text, attributed, needed = _attribute(text, passages)
+        if attributed:
+            attribution = (f"no citation markers in the answer: {attributed} of {needed} sentences attributed "
+                           "to sources by word overlap")
     # Passages that are the same chunk share one source number.
     canonical: dict[int, int] = {}
     by_chunk: dict[str, int] = {}
@@ -293,10 +457,10 @@ def check_citations(text: str, passages: Sequence[Hit]) -> CheckedText:
     renumber: dict[int, int] = {}  # old source number -> new number
     invalid: list[int] = []
 
-    def rewrite(m: re.Match[str]) -> str:
+    def rewrite(m: re.Match[str]) -> str:  # one run of markers: "[2, 3]", "[1][9]", "[Source 2] [4-5]"
         lead = m.group(0)[: len(m.group(0)) - len(m.group(0).lstrip(" \t"))]
         keep: list[int] = []
-        for n in _numbers(m.group(1)):
+        for n in (n for g in _MARKER.finditer(m.group(0)) for n in _numbers(g.group(1))):
             if n in canonical:
                 new = renumber.setdefault(canonical[n], len(renumber) + 1)
                 if new not in keep:
@@ -306,8 +470,10 @@ def check_citations(text: str, passages: Sequence[Hit]) -> CheckedText:
         # A group left empty goes with the space before it: "fact [9]." → "fact.".
         return lead + "".join(f"[{k}]" for k in sorted(keep)) if keep else ""
 
-    rewritten = _SPACED_MARKER.sub(rewrite, text.strip()).strip()
+    rewritten = _SPACED_RUN.sub(rewrite, text.strip()).strip()
     flags = [f"removed citation [{n}]: no such source" for n in invalid]
+    if attribution:
+        flags.append(attribution)
 
     claims: dict[int, list[str]] = {}  # new number -> the sentences citing it
     unsupported: list[str] = []

@@ -310,6 +310,9 @@ def build(
         raise typer.Exit(1)
 
 
+_MAX_FAILED_ROWS = 25  # a build with no network fails every resource: a summary says more than 181 rows
+
+
 def _render_report(report: Any) -> None:
     t = Table(title=f"Build {report.index_version}", show_header=True)
     t.add_column("what")
@@ -335,9 +338,12 @@ def _render_report(report: Any) -> None:
         f.add_column("stage")
         f.add_column("url", overflow="fold")
         f.add_column("reason", overflow="fold")
-        for row in report.failed:
+        for row in report.failed[:_MAX_FAILED_ROWS]:
             f.add_row(row.stage, row.url, row.error)
         out.print(f)
+        if len(report.failed) > _MAX_FAILED_ROWS:
+            out.print(f"... and {len(report.failed) - _MAX_FAILED_ROWS} more (`dmlqa build --json` or "
+                      "`dmlqa status --json` list them all; `dmlqa status --coverage` sums them up)")
 
 
 # -- search ----------------------------------------------------------------------------------------------
@@ -515,7 +521,14 @@ def ask(
 @app.command("eval")
 def eval_cmd(
     questions: Annotated[Path, typer.Option("--questions", help="JSONL question set with gold URLs.")],
-    no_llm: Annotated[bool, typer.Option("--no-llm", help="Score the extractive answerer.")] = False,
+    llm: Annotated[
+        bool | None,
+        typer.Option(
+            "--llm/--no-llm",
+            help="Score the LLM backend set by DMLQA_LLM_BASE_URL and DMLQA_LLM_MODEL (e.g. Ollama), or with "
+            "--no-llm the extractive answerer. Default: the LLM when one is set.",
+        ),
+    ] = None,
     mode: Annotated[str, typer.Option(help="Retrieval: hybrid (default), dense or bm25.")] = "hybrid",
     as_json: Annotated[bool, typer.Option("--json", help="Print JSON.")] = False,
     home: HomeOption = None,
@@ -529,15 +542,22 @@ def eval_cmd(
         items = read_questions(_read_jsonl_lines(questions, "--questions"), str(questions))
     except (ValueError, DmlqaError) as exc:
         _fail(str(exc))
-    options = _ask_options(None, None, None, None, None, no_llm, mode)
+    options = _ask_options(None, None, None, None, None, llm is False, mode)
     try:
         asker = Asker.from_settings(settings)
-        asker.ask("warm up", options)  # load model and index before timing
+        if llm and asker.llm is None:
+            _fail("--llm needs an LLM endpoint: set DMLQA_LLM_BASE_URL and DMLQA_LLM_MODEL "
+                  "(or llm_base_url and llm_model in dmlqa.toml)")
+        backend = asker.llm.name if asker.llm is not None and options.use_llm else "extractive"
+        # Load the encoder and index (and the LLM's weights, on servers that load on demand) before timing.
+        warm = asker.ask("warm up", options)
+        if backend != "extractive" and warm.retrieved and warm.backend != backend:
+            _fail(f"the LLM backend failed on a first question: {warm.notice or 'no answer'}")
         answers = [asker.ask(q.question, options) for q in items]
     except DmlqaError as exc:
         _fail(str(exc))
-    scores = score_answers(items, answers)
-    scores["backend"] = answers[0].backend if answers else None
+    scores = score_answers(items, answers, backend=backend)
+    scores["backend"] = backend
     scores["retrieval"] = mode
     if as_json:
         _print_json(scores)

@@ -116,12 +116,40 @@ def _nfkc(text: str) -> str:
     return unicodedata.normalize("NFKC", text).lower()
 
 
-def score_answers(questions: Sequence[EvalQuestion], answers: Sequence[object]) -> dict:
-    """Scores of ``answers`` (dmlqa.models.Answer, one per question) against the question set."""
+_CITE = re.compile(r"\[(\d{1,3})\]")
+
+
+def dangling_markers(answer: object) -> list[int]:
+    """The ``[n]`` markers of an answer's text that name none of its citations (a reader would follow them)."""
+    have = {c.n for c in answer.citations}
+    return sorted({int(n) for n in _CITE.findall(answer.answer)} - have)
+
+
+def answer_words(text: str) -> int:
+    """Words of an answer, its ``[n]`` markers not counted."""
+    return len(re.sub(r"\s*\[\d{1,3}\]", "", text).split())
+
+
+def score_answers(questions: Sequence[EvalQuestion], answers: Sequence[object], backend: str | None = None) -> dict:
+    """Scores of ``answers`` (dmlqa.models.Answer, one per question) against the question set.
+
+    Besides retrieval, citation, keyword, refusal and latency scores: the median length of the answers
+    given (refusals left out), how many answers carry a ``[n]`` that is none of their citations, how many
+    sentences the citation check flagged unsupported and how many invented markers it removed, and, when
+    ``backend`` names the backend asked for (e.g. ``llm:qwen3``), how many answers fell back to another.
+    """
     ranks, cited, kw, kw_all, latencies, false_ref = [], [], [], [], [], 0
     refusals = []
+    words: list[float] = []
+    dangling = unsupported = removed = fallbacks = 0
     for q, a in zip(questions, answers, strict=True):
         latencies.append(a.seconds * 1000)
+        dangling += bool(dangling_markers(a))
+        unsupported += sum(1 for f in a.flags if f.startswith("unsupported:"))
+        removed += sum(1 for f in a.flags if f.startswith("removed citation"))
+        fallbacks += backend is not None and a.backend != backend
+        if not a.refused:
+            words.append(answer_words(a.answer))
         if not q.answerable:
             refusals.append(a.refused)
             continue
@@ -147,4 +175,9 @@ def score_answers(questions: Sequence[EvalQuestion], answers: Sequence[object]) 
         "false_refusal_rate": round(false_ref / n_ans, 4) if n_ans else 0.0,
         "latency_ms_p50": round(percentile(latencies, 50), 1),
         "latency_ms_p95": round(percentile(latencies, 95), 1),
+        "median_words": round(percentile(words, 50), 1),
+        "answers_with_dangling_markers": dangling,
+        "unsupported_sentences": unsupported,
+        "removed_citations": removed,
+        **({"fallbacks": fallbacks} if backend is not None else {}),
     }

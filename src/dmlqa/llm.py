@@ -29,7 +29,7 @@ from dataclasses import dataclass
 from typing import Any
 from urllib.parse import urlsplit
 
-from dmlqa.citations import REFUSAL_PREFIX
+from dmlqa.citations import REASONING_TAG, REASONING_TAGS, REFUSAL_PREFIX
 from dmlqa.errors import DmlqaError
 from dmlqa.models import Hit
 
@@ -194,6 +194,18 @@ def build_messages(question: str, passages: Sequence[Hit]) -> list[dict[str, str
 # -- the backend -------------------------------------------------------------------------------------------
 
 _DONE = object()
+#: Delta fields that carry a model's reasoning beside ``content``; their text is never shown.
+REASONING_FIELDS = ("reasoning_content", "reasoning", "thinking")
+
+
+@dataclass(frozen=True)
+class _Reasoning:
+    chars: int
+
+
+@dataclass(frozen=True)
+class _Finish:
+    reason: str
 
 
 class LLMBackend:
@@ -209,6 +221,8 @@ class LLMBackend:
         self.name = f"llm:{config.model}"
         self._client: Any = None
         self._lock = threading.Lock()
+        #: The endpoint sent a ``</think>`` with no opening tag: its chat template opens the block.
+        self._orphan_close = False
 
     def __repr__(self) -> str:
         return f"LLMBackend({self.base_url!r}, model={self.config.model!r})"
@@ -256,7 +270,9 @@ class LLMBackend:
         start = time.monotonic()
         worker.start()
         got_text = False
-        thinking = _ThinkFilter()
+        reasoning = 0  # characters of reasoning sent beside the content (reasoning_content deltas)
+        finish: str | None = None
+        thinking = ReasoningFilter(expect_close=self._orphan_close)
         try:
             while True:
                 left = self.config.deadline - (time.monotonic() - start)
@@ -266,22 +282,39 @@ class LLMBackend:
                     item = items.get(timeout=min(self.config.timeout, left))
                 except queue.Empty:
                     total = time.monotonic() - start >= self.config.deadline
-                    raise LLMError(self._timeout_reason(got_text, total=total)) from None
+                    busy = got_text or bool(reasoning or thinking.reasoning_chars or thinking.buffer)
+                    raise LLMError(self._timeout_reason(busy, total=total)) from None
                 if item is _DONE:
                     break
                 if isinstance(item, BaseException):
-                    raise self._error(item, got_text) from None
+                    raise self._error(item, got_text or bool(thinking.buffer)) from None
+                if isinstance(item, _Reasoning):  # never shown; it only proves the model is working
+                    reasoning += item.chars
+                    continue
+                if isinstance(item, _Finish):
+                    finish = item.reason
+                    continue
                 text = thinking.feed(item)
                 if text:
                     got_text = True
                     yield text
             text = thinking.flush()
-            if text:
+            if text.strip():
                 got_text = True
                 yield text
         finally:
             cancel.set()  # the worker stops at its next chunk, or when its read times out
+            if thinking.saw_orphan_close:
+                self._orphan_close = True  # hold back the opening of this endpoint's next answers
         if not got_text:
+            reasoning += thinking.reasoning_chars
+            if reasoning:
+                why = (f"ran out of tokens (max_tokens {self.config.max_tokens})" if finish == "length"
+                       else "stopped")
+                raise LLMError(
+                    f"LLM endpoint {self.base_url} sent only reasoning and no answer: model {self.config.model!r} "
+                    f"{why} after {reasoning} characters of reasoning"
+                )
             raise LLMError(f"LLM endpoint {self.base_url} returned an empty answer (model {self.config.model!r})")
 
     def complete(self, question: str, passages: Sequence[Hit]) -> str:
@@ -306,9 +339,17 @@ class LLMBackend:
                         return
                     for choice in getattr(chunk, "choices", None) or ():
                         delta = getattr(choice, "delta", None)
-                        content = getattr(delta, "content", None) if delta is not None else None
-                        if content:
-                            items.put(content)
+                        if delta is not None:
+                            # vLLM, llama.cpp, DeepSeek: reasoning_content; Ollama, newer vLLM: reasoning.
+                            thought = sum(len(t) for f in REASONING_FIELDS
+                                          if isinstance(t := getattr(delta, f, None), str))
+                            if thought:
+                                items.put(_Reasoning(thought))
+                            content = getattr(delta, "content", None)
+                            if isinstance(content, str) and content:
+                                items.put(content)
+                        if getattr(choice, "finish_reason", None):
+                            items.put(_Finish(str(choice.finish_reason)))
             finally:
                 stream.close()
             items.put(_DONE)
@@ -386,45 +427,151 @@ class LLMBackend:
         return LLMError(f"LLM request to {url} failed: {type(exc).__name__}: {_short(str(exc))}")
 
 
-class _ThinkFilter:
-    """Drops a leading ``<think>…</think>`` block (reasoning models served by Ollama or llama.cpp inline it)."""
+# How reasoning opens ("Okay, so the user asks ...", "Let me check the sources", "The user wants ...");
+# an answer under our rules opens with its subject.
+REASONING_OPENERS = (
+    "okay", "ok", "alright", "all right", "hmm", "hmmm", "so", "well", "wait", "first", "now", "thinking",
+    "let me", "let's", "let us", "we need", "we are asked", "we have", "i need", "i should", "i'll", "i will",
+    "i must", "i think", "i recall", "i remember", "i'm", "the user", "the question", "looking at", "to answer",
+)
+_TAG_TEXTS = tuple(f"<{slash}{name}>" for name in REASONING_TAGS for slash in ("", "/"))
 
-    OPEN, CLOSE = "<think>", "</think>"
 
-    def __init__(self) -> None:
-        self.state = "start"  # start → (thinking →) answer
+class ReasoningFilter:
+    """Removes reasoning from streamed answer text, however the deltas cut it.
+
+    * ``<think>…</think>`` (also ``<thinking>``) anywhere, its tags split across deltas at any character;
+      an unclosed block at the start swallows the rest (the model ran out of tokens while thinking).
+    * A ``</think>`` with no opening tag (chat templates such as DeepSeek-R1's open the block in the
+      prompt): the text before it is reasoning. Such text cannot be told from an answer until the tag
+      comes, so its first words decide: an opening that reads like reasoning (:data:`REASONING_OPENERS`:
+      "Okay, so", "Let me", "The user ...") is held until a ``</think>`` (and dropped) or the end of the
+      stream (and shown); anything else streams at once. With ``expect_close`` (this endpoint sent an
+      orphan ``</think>`` before) every opening is held until the tag or the end. A ``</think>`` that
+      comes after text was shown is dropped, and :func:`dmlqa.citations.strip_reasoning` removes the
+      reasoning from the checked answer.
+
+    ``feed`` returns the text that may be shown now; ``flush`` what is left at the end.
+    """
+
+    #: Longest opening looked at to decide whether it reads like reasoning.
+    PROBE_LIMIT = 40
+
+    def __init__(self, *, expect_close: bool = False) -> None:
+        self.state = "start"  # start → probe | held | think → answer
         self.buffer = ""
+        self.expect_close = expect_close
+        self.saw_orphan_close = False  # a </think> without <think>: the template opened the block
+        self.reasoning_chars = 0  # characters of reasoning dropped
+        self._trim = False  # drop the blank lines between a think block and the answer
+        self.emitted = False  # some answer text has been returned
 
+    # -- helpers ---------------------------------------------------------------------------------------
+    def _drop_reasoning(self, upto: int) -> None:
+        self.reasoning_chars += len(self.buffer[:upto].strip())
+        self.buffer = self.buffer[upto:]
+        self._trim = not self.emitted  # the blank lines after a leading block; mid-answer spacing stays
+
+    def _partial_tag(self) -> int:
+        """Where a tag that may be completed by the next delta starts at the end of the buffer (else len)."""
+        i = self.buffer.rfind("<")
+        if i >= 0:
+            tail = self.buffer[i:].lower()
+            if any(t.startswith(tail) and t != tail for t in _TAG_TEXTS):
+                return i
+        return len(self.buffer)
+
+    def _answer(self, final: bool = False) -> str:
+        """Pass answer text through, cutting out think blocks and orphan close tags."""
+        out: list[str] = []
+        while True:
+            if self.state == "think":
+                m = REASONING_TAG.search(self.buffer)
+                while m and not m.group(1):  # a nested/repeated opening tag: still thinking
+                    m = REASONING_TAG.search(self.buffer, m.end())
+                if m is None:
+                    keep = 0 if final else max(len(t) for t in _TAG_TEXTS) - 1
+                    cut = max(0, len(self.buffer) - keep)
+                    self.reasoning_chars += len(self.buffer[:cut])
+                    self.buffer = self.buffer[cut:]
+                    break
+                self._drop_reasoning(m.end())
+                self.state = "answer"
+                continue
+            if self._trim:
+                self.buffer = self.buffer.lstrip()
+                if not self.buffer:
+                    break
+                self._trim = False
+            m = REASONING_TAG.search(self.buffer)
+            if m is None:
+                cut = len(self.buffer) if final else self._partial_tag()
+                out.append(self.buffer[:cut])
+                self.buffer = self.buffer[cut:]
+                break
+            out.append(self.buffer[: m.start()])
+            self.emitted = self.emitted or bool("".join(out).strip())
+            self.buffer = self.buffer[m.end() :]
+            if m.group(1):  # an orphan </think> mid-answer: what came before is already shown
+                self.saw_orphan_close = True
+            else:
+                self.state = "think"
+        text = "".join(out)
+        self.emitted = self.emitted or bool(text.strip())
+        return text
+
+    def _probe(self) -> str:
+        """From its first words: does an untagged opening read like reasoning (held) or an answer (shown)?"""
+        head = re.sub(r"\s+", " ", self.buffer.lstrip(" \t\n*_>#\"'“").lower())
+        undecided = False
+        for opener in REASONING_OPENERS:
+            if head.startswith(opener) and len(head) > len(opener):
+                if not (head[len(opener)].isalnum() or head[len(opener)] in "'’"):
+                    return "held"  # the whole opener word(s), then a space or punctuation
+            elif opener.startswith(head):
+                undecided = True  # "Oka", "The ", "Let": may still become an opener
+        if undecided and len(self.buffer) < self.PROBE_LIMIT:
+            return "probe"
+        return "answer"
+
+    # -- the interface ---------------------------------------------------------------------------------
     def feed(self, delta: str) -> str:
-        if self.state == "answer":
-            return delta
         self.buffer += delta
         if self.state == "start":
-            head = self.buffer.lstrip()
-            if self.OPEN.startswith(head):  # could still become the opening tag: wait for more
-                return ""
-            if not head.startswith(self.OPEN):
+            head = self.buffer.lstrip().lower()
+            if not head or any(t.startswith(head) and t != head for t in _TAG_TEXTS):
+                return ""  # could still become a tag: wait for more
+            m = REASONING_TAG.match(self.buffer.lstrip())
+            if m and not m.group(1):
+                self.buffer = self.buffer.lstrip()[m.end() :]
+                self.state = "think"
+            elif m:  # "</think>" first: an empty reasoning block opened by the template
+                self.buffer = self.buffer.lstrip()[m.end() :]
+                self.saw_orphan_close, self._trim, self.state = True, True, "answer"
+            else:
+                self.state = "held" if self.expect_close else "probe"
+        if self.state in ("probe", "held"):
+            # Look only at what is new (and a tag's length before it): held reasoning can grow long.
+            tag = REASONING_TAG.search(self.buffer, max(0, len(self.buffer) - len(delta) - max(map(len, _TAG_TEXTS))))
+            if tag and tag.group(1):  # an orphan </think>: all before it was reasoning
+                self.saw_orphan_close = True
+                self._drop_reasoning(tag.end())
                 self.state = "answer"
-                out, self.buffer = self.buffer, ""
-                return out
-            self.state = "thinking"
-        if self.state == "thinking":
-            end = self.buffer.find(self.CLOSE)
-            if end < 0:
-                self.buffer = self.buffer[-len(self.CLOSE) :]  # enough to find a tag split across deltas
+            elif tag:  # a think block after some text: the answer state cuts it out
+                self.state = "answer"
+            elif self.state == "probe":
+                self.state = self._probe()
+            if self.state in ("probe", "held"):
                 return ""
-            self.buffer = self.buffer[end + len(self.CLOSE) :]
-            self.state = "after"
-        out, self.buffer = self.buffer.lstrip(), ""  # "after": drop the blank lines before the answer
-        if out:
-            self.state = "answer"
-        return out
+        return self._answer()
 
     def flush(self) -> str:
-        """What is left at the end: a buffered non-answer prefix, or nothing from an unclosed think block."""
-        out = self.buffer if self.state == "start" else ""
-        self.buffer = ""
-        return out
+        """What is left at the end: held text (it was no reasoning after all), never an unclosed think block."""
+        if self.state == "start":
+            self.state = "answer"
+        if self.state in ("probe", "held"):
+            self.state = "answer"
+        return self._answer(final=True)
 
 
 def _message(exc: BaseException) -> str:
