@@ -37,6 +37,12 @@ except ImportError:
 EVIL_TITLE = 'Ring tricks <img src=x onerror="window.__xss=1"><script>window.__xss=2</script>'
 EVIL_TEXT = ("Butterfly allreduce exchanges gradient halves between partner workers in log p rounds, "
              "which keeps every network link busy during synchronisation.")
+#: A documentation page with a list: its items are quoted as list items and shown as bullets.
+FUSION_TEXT = ("Tensor fusion in Horovod batches small allreduce operations into one buffer before sending them.\n"
+               "Horovod tunes tensor fusion with these settings:\n"
+               "- HOROVOD_FUSION_THRESHOLD sets the size of the fusion buffer in bytes.\n"
+               "- HOROVOD_CYCLE_TIME sets how long Horovod waits between fusion cycles in milliseconds.\n"
+               "- HOROVOD_CACHE_CAPACITY sets how many allreduce responses are cached between steps.")
 
 
 def build_fixture_index(home: Path, encoder) -> None:  # noqa: ANN001
@@ -44,9 +50,14 @@ def build_fixture_index(home: Path, encoder) -> None:  # noqa: ANN001
     evil = Document(doc_id="web:evil.example/ring", url="https://evil.example/ring", title=EVIL_TITLE,
                     blocks=(Block(text=EVIL_TEXT),), kind="article", year=2024, topics=("Communication",),
                     content_type="html")
-    docs.append(evil)
-    chunks.append(Chunk(chunk_id=f"{evil.doc_id}#0", doc_id=evil.doc_id, url=evil.url, title=evil.title,
-                        text=EVIL_TEXT, start=0, end=len(EVIL_TEXT)))
+    fusion = Document(doc_id="web:horovod.readthedocs.io/fusion", title="Tensor Fusion",
+                      url="https://horovod.readthedocs.io/en/stable/tensor-fusion_include.html",
+                      blocks=(Block(text=FUSION_TEXT),), kind="docs", year=2023, topics=("Horovod documentation",),
+                      content_type="html")
+    for d, text in ((evil, EVIL_TEXT), (fusion, FUSION_TEXT)):
+        docs.append(d)
+        chunks.append(Chunk(chunk_id=f"{d.doc_id}#0", doc_id=d.doc_id, url=d.url, title=d.title, text=text, start=0,
+                            end=len(text)))
     vecs = embed_texts([dense_text(c.title, c.section, c.text) for c in chunks], encoder).vectors
     meta = {"model": "bundled:all-MiniLM-L6-v2", "encoder": "onnx-int8", "encoder_key": encoder.key,
             "resources": len(docs), "failed": [{"url": "https://dead.example/paper.pdf", "stage": "fetch",
@@ -126,7 +137,6 @@ def ask(page: Page, question: str) -> None:
 
 
 def test_chat_answers_with_citation_links(page: Page) -> None:
-    expect(page.locator("#dmlqa-chat")).to_contain_text("How does GPipe work?")  # examples from the index
     ask(page, "How does ZeRO partition optimizer states across data-parallel processes?")
     answer = page.locator("#dmlqa-chat .dmlqa-answer:has(.dmlqa-meta)").last
     expect(answer).to_contain_text("Answered by extractive")
@@ -140,6 +150,68 @@ def test_chat_answers_with_citation_links(page: Page) -> None:
     second = page.locator("#dmlqa-chat .dmlqa-answer:has(.dmlqa-meta)").nth(1)
     expect(second).to_contain_text("read as a follow-up")
     expect(second.locator("a.dmlqa-cite[href^='https://arxiv.org/abs/1910.02054']").first).to_be_visible()
+
+
+ANSWERS = "#dmlqa-chat .dmlqa-answer:has(.dmlqa-meta)"
+
+
+def test_examples_read_like_questions_and_answer(page: Page) -> None:
+    examples = page.locator("#dmlqa-chat button.example")
+    expect(examples.first).to_be_visible()  # computed in the background at start, shown when ready
+    texts = [t.strip() for t in examples.all_inner_texts()]
+    assert "How does GPipe train giant neural networks?" in texts and "What is tensor fusion in Horovod?" in texts
+    assert all(t.endswith("?") and ":" not in t for t in texts) and len(texts) <= 4
+    question = "How does GPipe train giant neural networks?"
+    examples.filter(has_text=question).click()
+    expect(page.locator("#dmlqa-chat .dmlqa-question").first).to_have_text(question)
+    answer = page.locator(ANSWERS).first
+    expect(answer).to_contain_text("Answered by extractive")
+    expect(answer).not_to_contain_text("nothing on this")
+    expect(answer.locator("a.dmlqa-cite").first).to_be_visible()
+
+
+def test_questions_stay_above_their_answers_and_the_chat_follows(browser, app_url: str) -> None:  # noqa: ANN001
+    ctx = browser.new_context(viewport={"width": 1100, "height": 700})  # a short window: the chat must scroll
+    page = ctx.new_page()
+    page.set_default_timeout(20_000)
+    page.goto(app_url)
+    page.locator("#dmlqa-question textarea").wait_for()
+    asked = ["How does ZeRO partition optimizer states across data-parallel processes?",
+             "What settings does Horovod tensor fusion have?"]
+    questions = page.locator("#dmlqa-chat .dmlqa-question")
+    for i, q in enumerate(asked):
+        ask(page, q)
+        expect(questions.nth(i)).to_have_text(q)  # shown at once, while the answer is still coming
+        expect(page.locator(ANSWERS).nth(i)).to_be_visible()
+    expect(questions).to_have_text(asked)  # the questions are still there, not replaced by the answers
+    answers = page.locator(ANSWERS)
+    assert answers.count() == 2
+    for i in range(2):  # each question above its own answer
+        q_box, a_box = questions.nth(i).bounding_box(), answers.nth(i).bounding_box()
+        assert q_box and a_box and q_box["y"] + q_box["height"] <= a_box["y"]
+    assert questions.nth(1).bounding_box()["y"] > answers.nth(0).bounding_box()["y"]
+    # the conversation is taller than the chat area: it scrolled to the newest question and answer
+    chat = page.locator("#dmlqa-chat")
+    scrolled = chat.evaluate("""c => [c, ...c.querySelectorAll('*')].some(
+        e => ['auto', 'scroll'].includes(getComputedStyle(e).overflowY) && e.scrollHeight > e.clientHeight + 1
+             && e.scrollTop > 0)""")
+    assert scrolled
+    expect(questions.nth(1)).to_be_in_viewport()
+    expect(answers.nth(1).locator(".dmlqa-text")).to_be_in_viewport()
+    # bullets are bullets
+    items = answers.nth(1).locator(".dmlqa-text ul > li")
+    expect(items.first).to_contain_text("HOROVOD_FUSION_THRESHOLD")
+    assert items.count() >= 2
+    assert items.first.evaluate("e => getComputedStyle(e).display") == "list-item"
+    assert items.first.evaluate("e => getComputedStyle(e.parentElement).listStyleType") == "disc"
+    # a long answer is not clipped: scrolled to, its last line is on screen
+    meta = answers.nth(1).locator(".dmlqa-meta")
+    meta.scroll_into_view_if_needed()
+    expect(meta).to_be_in_viewport()
+    box = chat.bounding_box()
+    assert box and 360 <= box["height"] <= 700  # grows to the window, not a fixed small box
+    shot(page, "scroll.png")
+    ctx.close()
 
 
 def test_html_in_questions_and_titles_renders_as_text(page: Page) -> None:

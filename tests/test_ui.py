@@ -20,7 +20,10 @@ from dmlqa.search import Filters, Searcher
 from dmlqa.settings import load_settings
 from dmlqa.ui import (
     ChatService,
+    Example,
     answer_html,
+    answers_example,
+    chat_steps,
     describe_filters,
     example_candidates,
     exposure_warning,
@@ -30,11 +33,14 @@ from dmlqa.ui import (
     make_filters,
     question_html,
     related_html,
+    rich_text,
     safe_url,
     source_href,
     status_html,
+    streaming_html,
     text_with_links,
     ui_password,
+    undated_note,
     year_choices,
 )
 
@@ -82,7 +88,45 @@ def test_markers_become_links_and_text_is_escaped() -> None:
     assert "<img" not in out and "&lt;img src=x onerror=alert(1)&gt;" in out
     assert re.search(r'<a href="https://arxiv.org/pdf/1910.02054#page=3"[^>]*class="dmlqa-cite"[^>]*>\[1\]</a>', out)
     assert 'href="https://github.com/horovod/horovod"' in out
-    assert out.endswith("[9].")  # a marker naming no citation stays text
+    assert out.endswith("[9].</p>")  # a marker naming no citation stays text
+
+
+def test_list_items_render_as_lists_and_stay_escaped() -> None:
+    # what the extractive answerer writes for quoted list items: one per line, "- item [n]"
+    text = (f"Horovod tunes tensor fusion with these settings: [1]\n- HOROVOD_FUSION_THRESHOLD {EVIL} [1]\n"
+            "- HOROVOD_CYCLE_TIME sets the cycle [2]\nThe defaults suit most jobs. [1]")
+    out = text_with_links(text, [cite(1), cite(2)], {1: "https://x.org/1", 2: "https://x.org/2"})
+    assert "\n" not in out and "<img" not in out and "&lt;img src=x onerror=alert(1)&gt;" in out
+    assert re.fullmatch(
+        r'<p class="dmlqa-p">Horovod tunes .*?<a [^>]*>\[1\]</a></p>'
+        r"<ul><li>HOROVOD_FUSION_THRESHOLD &lt;img[^<]*<a [^>]*>\[1\]</a></li>"
+        r"<li>HOROVOD_CYCLE_TIME .*?\[2\]</a></li></ul>"
+        r'<p class="dmlqa-p">The defaults suit most jobs\. <a [^>]*>\[1\]</a></p>', out)
+    # "* " and "• " bullets too; numbered lines need two in a row; blank lines separate paragraphs
+    assert rich_text("* a\n• b") == "<ul><li>a</li><li>b</li></ul>"
+    assert rich_text("1. one\n2) two") == "<ol><li>one</li><li>two</li></ol>"
+    assert rich_text("2. a lone numbered line") == '<p class="dmlqa-p">2. a lone numbered line</p>'
+    assert rich_text("a\nb\n\nc") == '<p class="dmlqa-p">a<br>b</p><p class="dmlqa-p">c</p>'
+    assert rich_text("- <b>x</b>\n-not a bullet") == ('<ul><li>&lt;b&gt;x&lt;/b&gt;</li></ul>'
+                                                     '<p class="dmlqa-p">-not a bullet</p>')
+    # the whole answer, and an LLM answer while it streams
+    answer = Answer(question="q", answer=text, citations=(cite(1), cite(2)), backend="extractive", refused=False)
+    html_out = answer_html(answer)
+    assert "\n" not in html_out and html_out.count("<li>") == 2 and "<img" not in html_out
+    streaming = streaming_html(f"Two ways:\n- ring {EVIL}\n- tree")
+    assert "<ul><li>ring &lt;img" in streaming and "<img" not in streaming
+    assert "▍" in streaming and "\n" not in streaming
+
+
+def test_undated_documents_left_out_are_noted() -> None:
+    assert undated_note(0) is None
+    assert undated_note(1) == "1 document of unknown year was left out by the year filter"
+    answer = Answer(question="q", answer="x [1]", citations=(cite(1),), backend="extractive", refused=False,
+                    undated_excluded=3)
+    out = answer_html(answer)
+    assert "3 documents of unknown year were left out by the year filter" in out and "keep documents of unknown" in out
+    assert "unknown year" not in answer_html(Answer(question="q", answer="x [1]", citations=(cite(1),),
+                                                    backend="extractive", refused=False))
 
 
 def test_answer_html_shows_sources_backend_and_notices() -> None:
@@ -129,6 +173,8 @@ def test_make_filters() -> None:
     assert describe_filters(Filters(since=2020)) == "2020–…"
     f, note = make_filters([], "any", "2021", [])  # what the year dropdowns send
     assert f == Filters(until=2021) and note is None
+    f, _ = make_filters([], "2020", "any", [], True)  # "keep documents of unknown year" ticked
+    assert f == Filters(since=2020, include_undated=True) and describe_filters(f) == "2020–… · undated kept"
 
 
 def test_follow_up_query() -> None:
@@ -162,12 +208,73 @@ def test_facets() -> None:
     assert year_choices(f) == ["any", "2023", "2022", "2021", "2020", "2019"] and year_choices(facets([])) == ["any"]
 
 
-def test_example_candidates_come_from_the_index() -> None:
-    qs = example_candidates(DOCS)
-    assert qs[:2] == ["How does GPipe work?", "What is pipeline parallelism?"]
-    assert "How does Megatron-LM work?" in qs
-    assert "How does GPipe work?" in qs and "How does PipeDream work?" in qs
-    assert not any("card" in q.lower() or "Papers" in q or "documentation" in q or "Tensor" in q for q in qs)
+EXAMPLE_DOCS = [
+    doc("gpipe", "GPipe: Efficient Training of Giant Neural Networks using Pipeline Parallelism", n_chunks=30,
+        topics=("Papers", "Pipeline Parallelism")),
+    doc("zero", "ZeRO: memory optimizations toward training trillion parameter models", n_chunks=40,
+        topics=("Papers", "Memory Efficient Training")),
+    doc("swap", "SwapAdvisor: Pushing Deep Learning Beyond the GPU Memory Limit via Smart Swapping", n_chunks=20),
+    doc("switch", "Switch Transformers: Scaling to Trillion Parameter Models with Simple and Efficient Sparsity",
+        n_chunks=25),
+    doc("pipedream", "PipeDream: Fast and Efficient Pipeline Parallel DNN Training", n_chunks=10,
+        topics=("Pipeline Parallelism",)),
+    doc("recompute", "Reducing Activation Recomputation in Large Transformer Models", n_chunks=12),
+    doc("ghub", "GitHub - hpcaitech/ColossalAI: Making large AI models cheaper, faster and more accessible",
+        kind="repo", content_type="html"),
+    doc("fusion", "Tensor Fusion", kind="docs", topics=("Horovod documentation",), content_type="html"),
+    doc("elastic", "Elastic Horovod", kind="docs", topics=("Horovod documentation",), content_type="html"),
+    doc("start", "Getting Started", kind="docs", topics=("DeepSpeed documentation",), content_type="html"),
+    doc("fail", "Handling Failures and Node Preemption", kind="docs", topics=("Ray Train documentation",),
+        content_type="html"),
+    doc("path", "NVIDIA/Megatron-LM/docs/user-guide/parallelism-guide.md", kind="docs",
+        topics=("Megatron-LM documentation",), content_type="markdown"),
+    doc("url", "d2l.ai/chapter_computational-performance/multiple-gpus.html", kind="docs", content_type="html"),
+    doc("card", "Tell me: A catalog card", kind="article", is_card=True),
+    doc("evil", f"Evil: Training {EVIL}", kind="paper"),
+    doc("evil2", f"{EVIL} with Horovod", kind="docs", topics=("Horovod documentation",), content_type="html"),
+]
+
+
+def test_example_candidates_read_like_questions_from_the_index() -> None:
+    examples = example_candidates(EXAMPLE_DOCS)
+    qs = [e.question for e in examples]
+    assert set(qs) == {
+        "How does ZeRO optimize memory?",
+        "How does GPipe train giant neural networks?",
+        "How do Switch Transformers scale to trillion parameter models?",
+        "How does SwapAdvisor push deep learning beyond the GPU memory limit?",
+        "How does ColossalAI make large AI models cheaper?",
+        "How does PipeDream work?",
+        "What is tensor fusion in Horovod?",
+        "What is Elastic Horovod?",
+        "How does Ray Train handle failures and node preemption?",
+        "How can I reduce activation recomputation in large transformer models?",
+        "What is pipeline parallelism?",
+    }
+    # the kinds alternate, so the few candidates that are checked cover different documents
+    assert qs[:4] == ["How does ZeRO optimize memory?", "What is Elastic Horovod?",
+                      "How can I reduce activation recomputation in large transformer models?",
+                      "What is pipeline parallelism?"]
+    by_q = {e.question: e for e in examples}
+    assert by_q["How does ZeRO optimize memory?"] == Example("How does ZeRO optimize memory?", "zero", "ZeRO")
+    assert by_q["What is tensor fusion in Horovod?"].subject == "Horovod"
+    assert all(q.endswith("?") and "GitHub" not in q and "/" not in q and ":" not in q for q in qs)
+    assert example_candidates([]) == [] and example_candidates([EXAMPLE_DOCS[-1]]) == []
+
+
+def test_an_example_counts_only_when_answered_about_its_subject() -> None:
+    ex = Example("How does ZeRO optimize memory?", "arxiv:1910.02054", "ZeRO")
+    good = Answer(question=ex.question, answer="It partitions states [1].", citations=(cite(1),),
+                  backend="extractive", refused=False)
+    assert answers_example(ex, good)
+    other = cite(1, doc_id="web:x", title="Pipelines", url="https://x.org")
+    assert not answers_example(ex, Answer(question="q", answer="Pipelines split batches [1].", citations=(other,),
+                                          backend="extractive", refused=False))
+    assert answers_example(ex, Answer(question="q", answer="ZeRO shards [1].", citations=(other,),
+                                      backend="extractive", refused=False))
+    refused = Answer(question="q", answer="The knowledge base has nothing on this.", citations=(cite(1),),
+                     backend="extractive", refused=True)
+    assert not answers_example(ex, refused) and not answers_example(Example("What is pipeline parallelism?"), refused)
 
 
 def test_related_html_escapes_and_offers_ask() -> None:
@@ -244,22 +351,38 @@ def test_huge_paste_and_markup_get_messages(service: ChatService) -> None:
     assert "<img" not in final and "The knowledge base has nothing on this" in final
 
 
-def test_examples_are_answerable(service: ChatService) -> None:
-    examples = service.examples()
-    assert examples and "How does GPipe work?" in examples
+def test_examples_are_answerable(home: Path) -> None:
+    service = ChatService(load_settings(home))
+    assert service.examples(wait=False) == []  # never blocks: computed in a background thread...
+    assert service._examples_thread is not None
+    service._examples_thread.join(60)
+    examples = service.examples(wait=False)  # ...and cached for the index version
+    assert examples == service.examples() and service.examples_seconds is not None
+    assert examples == ["How does ZeRO optimize memory?", "How does GPipe train giant neural networks?",
+                        "How does Ray Train work?"]
     for q in examples:
-        assert not service.asker.ask(q).refused
+        answer = service.asker.ask(q)
+        assert not answer.refused and answer.citations
 
 
 def test_related_rows(service: ChatService) -> None:
     rows, out = service.related_rows("1910.02054")
     assert rows and all(r["doc_id"] != "arxiv:1910.02054" for r in rows)
-    assert "Related to" in out and "ZeRO: Memory Optimizations" in out
+    assert "Related to" in out and "ZeRO: Memory Optimizations" in out and "unknown year" not in out
+    _, out = service.related_rows("distributed training", since=2019)  # Horovod's year is unknown
+    assert "1 document of unknown year was left out by “since 2019”" in out
+
+
+def test_year_filter_notes_undated_documents_in_the_answer(service: ChatService) -> None:
+    final = list(service.stream_html("distributed training framework", Filters(since=2019)))[-1]
+    assert "1 document of unknown year was left out by the year filter" in final
+    final = list(service.stream_html("distributed training framework", Filters(since=2019, include_undated=True)))[-1]
+    assert "unknown year" not in final
 
 
 def test_no_index_gives_messages_not_errors(tmp_path: Path) -> None:
     s = ChatService(load_settings(tmp_path))
-    assert s.examples() == [] and s.facets().kinds == ()
+    assert s.examples() == [] and s.examples(wait=False) == [] and s.facets().kinds == ()
     out = list(s.stream_html("what is zero?", Filters()))
     assert len(out) == 1 and "dmlqa build" in out[0] and "Traceback" not in out[0]
     assert "dmlqa build" in s.status()
@@ -284,6 +407,36 @@ def test_llm_answer_streams_and_a_dead_endpoint_falls_back(home: Path) -> None:
     final = list(ChatService(settings, Asker(Searcher(settings), dead)).stream_html("How does ZeRO save memory?",
                                                                                      Filters()))[-1]
     assert "LLM unavailable" in final and "Answered by <span class=\"dmlqa-backend\">extractive" in final
+
+
+def test_each_question_stays_above_its_answer_while_it_streams(home: Path) -> None:
+    settings = load_settings(home)
+    with FakeOpenAI() as server:
+        server.queue(Reply(text="ZeRO partitions optimizer states across data-parallel ranks [1]."),
+                     Reply(text="Stage 3 partitions the parameters too [1]:\n- less memory [1]\n- more traffic [1]"))
+        service = ChatService(settings, Asker(Searcher(settings), LLMBackend(LLMConfig(base_url=server.url,
+                                                                                     model="fake-model", timeout=5))))
+        state: tuple[list, list] = ([], [])
+        snapshots = []
+        for q in ("How does ZeRO save memory?", "What about stage 3?"):
+            for turns, questions, _clear, _notice in chat_steps(service, q, *state, (Filters(), None)):
+                snapshots.append([dict(m) for m in turns])
+                state = (turns, questions)
+        asked = state[1]
+    assert len(snapshots) > 6  # the placeholder, the growing answer (several deltas), the final answer, twice
+    for snap in snapshots:  # at every step: question, answer, question, answer: no message replaced another
+        assert [m["role"] for m in snap] == ["user", "assistant"] * (len(snap) // 2)
+        assert snap[0]["content"] == question_html("How does ZeRO save memory?")
+        if len(snap) == 4:
+            assert snap[2]["content"] == question_html("What about stage 3?")
+            assert "ZeRO partitions optimizer states" in snap[1]["content"]  # the first answer stays too
+    assert any("dmlqa-streaming" in s[-1]["content"] for s in snapshots)
+    final = snapshots[-1][-1]["content"]
+    assert "<ul><li>less memory" in final and "read as a follow-up" in final
+    assert asked == ["How does ZeRO save memory?", "How does ZeRO save memory? What about stage 3?"]
+    # an empty message changes nothing and says why
+    (steps,) = list(chat_steps(service, "  ", snapshots[-1], asked, (Filters(), None)))
+    assert steps[0] == snapshots[-1] and steps[2] is False and "Type a question first" in steps[3]
 
 
 def test_new_index_version_is_picked_up_without_dropping_a_request(tmp_path: Path, encoder) -> None:  # noqa: ANN001

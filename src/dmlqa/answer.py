@@ -210,14 +210,20 @@ def extractive_answer(
     return body, citations, False, []
 
 
-_FOLLOW_UP = re.compile(r"^\W*(?:(?:and|but|so)\s+)?(?:what|how)\s+(?:about|of)\b|^\W*(?:and|also|then)\b|"
-                        r"^\W*(?:why|how|really|and then)\W*$|^\W*(?:what|how) (?:does|do|is|are) (?:it|that|this|"
-                        r"they|those|these)\b", re.IGNORECASE)
+_FOLLOW_UP = re.compile(r"^\W*(?:(?:and|but|so)\s+)?(?:what|how)\s+(?:about|of|so)\b|^\W*(?:and|also|then|so|"
+                        r"but|why)\b", re.IGNORECASE)
+#: Words that point back at what the previous question was about.
+_POINTING = frozenset({"it", "its", "they", "them", "their", "this", "that", "these", "those", "he", "she", "his",
+                       "her", "same", "former", "latter", "there"})
 
 
 def is_follow_up(question: str) -> bool:
-    """Does the question lean on the one before ("what about stage 3?", "and for inference?")?"""
-    return _FOLLOW_UP.search(question) is not None or len(tokenize(question)) <= 1
+    """Does the question lean on the one before ("what about stage 3?", "and for inference?",
+    "why is it slow?")? Short questions only: a long one says what it is about."""
+    words = re.findall(r"[\w'-]+", question.lower())
+    if not words or len(words) > 12:
+        return False
+    return _FOLLOW_UP.search(question) is not None or bool(_POINTING & set(words)) or len(tokenize(question)) <= 1
 
 
 def nearest_sources(hits: Sequence[Hit], n: int = 3) -> list[Citation]:
@@ -265,11 +271,13 @@ class Asker:
         config = LLMConfig.from_settings(settings)
         return cls(Searcher(settings), LLMBackend(config) if config else None)
 
-    def ask(self, question: str, options: AskOptions | None = None, *, previous: Answer | None = None) -> Answer:
+    def ask(self, question: str, options: AskOptions | None = None, *,
+            previous: Answer | str | None = None) -> Answer:
         return self.stream(question, options, previous=previous).result
 
-    def stream(self, question: str, options: AskOptions | None = None, *, previous: Answer | None = None) -> AskStream:
-        """Answer ``question``; ``previous`` is the conversation's last answer, for follow-ups.
+    def stream(self, question: str, options: AskOptions | None = None, *,
+               previous: Answer | str | None = None) -> AskStream:
+        """Answer ``question``; ``previous`` is the conversation's last answer (or question), for follow-ups.
 
         A follow-up that leans on the previous question ("what about stage 3?") is retrieved with
         that question's words, but answered about its own new aspect, without repeating what the
@@ -282,7 +290,8 @@ class Asker:
             answer = Answer(question=question, answer="Please ask a question.", citations=(), backend="extractive",
                             refused=True, notice="empty question")
             return AskStream(iter(()), lambda: answer)
-        context = previous.question if previous is not None and is_follow_up(text) else None
+        prev_question = previous.question if isinstance(previous, Answer) else previous
+        context = prev_question if prev_question and is_follow_up(text) else None
         hits = retrieve(self.searcher, f"{context} {text}" if context else text, options)
         undated = undated_excluded(self.searcher.version, options.filters)
         notices = [notice] if notice else []
@@ -290,7 +299,7 @@ class Asker:
             notices.append("the knowledge base is in English; questions in other languages match poorly")
 
         def extractive(extra_notice: str | None = None) -> Answer:
-            said = {c.quote for c in previous.citations} if context and previous is not None else set()
+            said = {c.quote for c in previous.citations} if context and isinstance(previous, Answer) else set()
             body, cites, refused, flags = extractive_answer(self.searcher, text, hits, options, previous=context,
                                                             avoid=said)
             if refused:

@@ -22,7 +22,7 @@ import sqlite3
 import threading
 import time
 from collections import Counter
-from collections.abc import Iterable, Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from ipaddress import ip_address
 from typing import TYPE_CHECKING, Any
@@ -53,7 +53,7 @@ QUOTE_CHARS = 260
 YEAR_RANGE = (1950, 2100)
 #: How many example questions the empty chat offers, and how many candidates are tried for them.
 N_EXAMPLES = 4
-MAX_EXAMPLE_TRIES = 10
+MAX_EXAMPLE_TRIES = 6
 #: Sentences embedded per step of the background pre-warm (the encoder's lock is released in between,
 #: so questions wait at most one step).
 PREWARM_STEP = 32
@@ -155,8 +155,69 @@ def citation_hrefs(citations: Sequence[Citation], docs: Mapping[str, DocRecord] 
     return out
 
 
+#: A list item line: "- ", "* ", "• " (bullets) or "1. ", "2) " (numbered); the extractive answerer
+#: writes list items it quotes as "- item [n]", one per line, and LLMs write markdown lists.
+_BULLET_LINE = re.compile(r"^\s*[-*•▪●◦‣]\s+(?=\S)")
+_NUMBER_LINE = re.compile(r"^\s*\d{1,2}[.)]\s+(?=\S)")
+
+
+def rich_text(text: str, inline: Callable[[str], str] = esc) -> str:
+    """Answer text as one line of HTML: list lines become ``<ul>``/``<ol>``, the rest paragraphs.
+
+    Lines starting with ``- ``/``* ``/``• `` are bullets (one line is enough); two or more
+    consecutive ``1. ``/``2) `` lines are a numbered list (a single one is ordinary text); a blank
+    line separates paragraphs and other line breaks stay breaks. ``inline`` escapes the text of
+    each line (and may add links); nothing in ``text`` is ever read as markup.
+    """
+    lines = (text or "").replace("\r\n", "\n").replace("\r", "\n").split("\n")
+    kinds = []
+    for line in lines:
+        if not line.strip():
+            kinds.append("blank")
+        elif _BULLET_LINE.match(line):
+            kinds.append("ul")
+        elif _NUMBER_LINE.match(line):
+            kinds.append("ol")
+        else:
+            kinds.append("text")
+    for i, kind in enumerate(kinds):  # a lone numbered line ("2019. The …") is text
+        if kind == "ol" and "ol" not in (kinds[i - 1] if i else None, kinds[i + 1] if i + 1 < len(kinds) else None):
+            kinds[i] = "text"
+    out: list[str] = []
+    para: list[str] = []
+    items: list[str] = []
+    open_list: str | None = None
+
+    def close() -> None:
+        nonlocal open_list
+        if para:
+            out.append(f'<p class="dmlqa-p">{"<br>".join(para)}</p>')
+            para.clear()
+        if open_list:
+            out.append(f"<{open_list}>{''.join(items)}</{open_list}>")
+            items.clear()
+            open_list = None
+
+    for line, kind in zip(lines, kinds, strict=True):
+        if kind == "blank":
+            close()
+        elif kind == "text":
+            if open_list:
+                close()
+            para.append(inline(line.strip()))
+        else:
+            if para or (open_list and open_list != kind):
+                close()
+            open_list = kind
+            pattern = _BULLET_LINE if kind == "ul" else _NUMBER_LINE
+            items.append(f"<li>{inline(pattern.sub('', line, count=1).strip())}</li>")
+    close()
+    return "".join(out)
+
+
 def text_with_links(text: str, citations: Sequence[Citation], hrefs: Mapping[int, str | None]) -> str:
-    """Escape ``text`` and turn each ``[n]`` that names a citation into a link to its source."""
+    """Escape ``text``, turn each ``[n]`` that names a citation into a link to its source, and
+    render its lists as lists (see :func:`rich_text`)."""
     titles = {c.n: c.title for c in citations}
 
     def marker(m: re.Match[str]) -> str:
@@ -165,8 +226,8 @@ def text_with_links(text: str, citations: Sequence[Citation], hrefs: Mapping[int
             return m.group(0)
         return link(hrefs.get(n), f"[{n}]", cls="dmlqa-cite", title=f"[{n}] {titles[n]}")
 
-    escaped = esc(text)  # escaping leaves "[", digits and "]" alone, so markers survive it
-    return _MARKER.sub(marker, escaped).replace("\n", "<br>")
+    # escaping leaves "[", digits and "]" alone, so markers survive it
+    return rich_text(text, lambda line: _MARKER.sub(marker, esc(line)))
 
 
 def backend_label(backend: str) -> str:
@@ -209,7 +270,9 @@ def answer_html(answer: Answer, docs: Mapping[str, DocRecord] | None = None, *, 
     hrefs = citation_hrefs(answer.citations, docs)
     body = text_with_links(answer.answer, answer.citations, hrefs)
     parts = [f'<div class="dmlqa-answer"><div class="dmlqa-text">{body}</div>']
-    for notice in (extra_notice, answer.notice):
+    undated = undated_note(answer.undated_excluded,
+                           hint=" (tick “keep documents of unknown year” under Filters to include them)")
+    for notice in (extra_notice, answer.notice, undated):
         if notice:
             parts.append(f'<div class="dmlqa-notice">⚠ {esc(notice)}</div>')
     parts.append(sources_html(answer.citations, hrefs, heading="Nearest sources" if answer.refused else "Sources"))
@@ -223,9 +286,11 @@ def answer_html(answer: Answer, docs: Mapping[str, DocRecord] | None = None, *, 
 
 
 def streaming_html(text: str) -> str:
-    """An answer still arriving: escaped text and a cursor."""
-    body = esc(text).replace("\n", "<br>")
-    return _one_line(f'<div class="dmlqa-answer dmlqa-streaming"><div class="dmlqa-text">{body}▍</div></div>')
+    """An answer still arriving: escaped text (lists as lists) and a cursor."""
+    body = rich_text(text) or '<p class="dmlqa-p"></p>'
+    cursor = '<span class="dmlqa-cursor">▍</span>'
+    body = body[: -len("</p>")] + cursor + "</p>" if body.endswith("</p>") else body + cursor
+    return _one_line(f'<div class="dmlqa-answer dmlqa-streaming"><div class="dmlqa-text">{body}</div></div>')
 
 
 PENDING_HTML = '<div class="dmlqa-answer dmlqa-pending"><div class="dmlqa-text">Searching the sources…</div></div>'
@@ -247,28 +312,18 @@ def question_html(question: str) -> str:
 
 # -- follow-up questions ---------------------------------------------------------------------------
 
-_FOLLOW_OPENERS = ("and ", "what about", "how about", "also", "then ", "so ", "but ", "why", "how so")
-_FOLLOW_WORDS = {"it", "its", "they", "them", "their", "this", "that", "these", "those", "he", "she", "his",
-                 "her", "same", "former", "latter", "there"}
-
-
 def follow_up_query(question: str, previous: Sequence[str]) -> str | None:
-    """The retrieval text for a short follow-up that leans on the previous question, else None.
+    """The conversation context of a follow-up that leans on the previous question, else None.
 
-    "What about stage 3?" after "How does ZeRO partition optimizer state?" is searched as both
-    together; a question that stands on its own (long, or without a pronoun or a follow-up opener)
-    is searched alone.
+    "What about stage 3?" after "How does ZeRO partition optimizer state?" gives both together (the
+    context the next follow-up leans on); a question that stands on its own gives None. The rule
+    itself is :func:`dmlqa.answer.is_follow_up`, the one the answerer uses.
     """
-    if not previous:
+    from dmlqa.answer import is_follow_up
+
+    if not previous or not is_follow_up(question):
         return None
-    q = " ".join(question.split())
-    words = re.findall(r"[\w'-]+", q.lower())
-    if not words or len(words) > 12:
-        return None
-    lowered = q.lower()
-    if not (lowered.startswith(_FOLLOW_OPENERS) or _FOLLOW_WORDS & set(words)):
-        return None
-    return f"{previous[-1]} {q}"
+    return f"{previous[-1]} {' '.join(question.split())}"
 
 
 # -- filters ---------------------------------------------------------------------------------------------
@@ -293,10 +348,11 @@ def _year(value: Any) -> int | None:
 
 
 def make_filters(kinds: Iterable[str] | None = None, since: Any = None, until: Any = None,
-                 topics: Iterable[str] | None = None) -> tuple[Filters, str | None]:
+                 topics: Iterable[str] | None = None, include_undated: Any = False) -> tuple[Filters, str | None]:
     """The app's filter inputs as :class:`Filters`, and a notice when an input had to be corrected.
 
     Unknown kinds and years outside 1950–2100 are ignored; a reversed year range is swapped.
+    ``include_undated`` keeps documents of unknown year when a year range is set.
     """
     notes: list[str] = []
     kind_list = [k.strip().lower() for k in (kinds or []) if isinstance(k, str) and k.strip()]
@@ -312,7 +368,8 @@ def make_filters(kinds: Iterable[str] | None = None, since: Any = None, until: A
         lo, hi = hi, lo
         notes.append(f"year range reversed: searching {lo}–{hi}")
     topic_list = list(dict.fromkeys(t.strip() for t in (topics or []) if isinstance(t, str) and t.strip()))
-    return Filters(kinds=tuple(kind_list), since=lo, until=hi, topics=tuple(topic_list)), "; ".join(notes) or None
+    return (Filters(kinds=tuple(kind_list), since=lo, until=hi, topics=tuple(topic_list),
+                    include_undated=bool(include_undated)), "; ".join(notes) or None)
 
 
 def describe_filters(filters: Filters) -> str:
@@ -324,7 +381,17 @@ def describe_filters(filters: Filters) -> str:
         parts.append(f"{filters.since or '…'}–{filters.until or '…'}")
     if filters.topics:
         parts.append("topic " + ", ".join(filters.topics))
+    if filters.by_year() and filters.include_undated:
+        parts.append("undated kept")
     return " · ".join(parts)
+
+
+def undated_note(count: int, *, what: str = "the year filter", hint: str = "") -> str | None:
+    """Why fewer documents were searched: ``count`` documents of unknown year left out by a year filter."""
+    if count <= 0:
+        return None
+    docs = "1 document of unknown year was" if count == 1 else f"{count:,} documents of unknown year were"
+    return f"{docs} left out by {what}{hint}"
 
 
 @dataclass(frozen=True)
@@ -358,6 +425,16 @@ def facets(docs: Iterable[DocRecord]) -> Facets:
 
 # -- example questions -----------------------------------------------------------------------------------
 
+
+@dataclass(frozen=True)
+class Example:
+    """A candidate example question, the document it was made from, and the name it asks about."""
+
+    question: str
+    doc_id: str | None = None
+    subject: str | None = None
+
+
 #: List sections that name a kind of resource, not a subject ("Papers", "Horovod documentation").
 _GENERIC_TOPIC_WORDS = {
     "papers", "paper", "resources", "resource", "references", "reference", "code", "frameworks", "framework",
@@ -365,42 +442,305 @@ _GENERIC_TOPIC_WORDS = {
     "other", "others", "general", "blogs", "blog", "tutorials", "videos", "courses", "talks", "books", "links",
     "related", "awesome", "contents", "contributing", "license", "news", "surveys", "survey", "open", "source",
 }
+#: Page titles that say what kind of page it is, not what it is about ("Getting Started", "Overview").
+_GENERIC_TITLE_WORDS = {
+    "overview", "introduction", "intro", "concepts", "concept", "features", "started", "start", "quickstart",
+    "installation", "install", "installing", "faq", "api", "examples", "example", "tutorial", "tutorials", "guide",
+    "guides", "summary", "contents", "index", "home", "readme", "documentation", "docs", "changelog", "release",
+    "notes", "contributing", "license", "next", "steps", "welcome", "exercises", "reference", "references",
+}
+#: Words dropped in front of a nominal ("Efficient Training of …", "Auto Parallelization for …").
+_ADJECTIVES = {
+    "a", "an", "the", "and", "efficient", "fast", "faster", "easy", "simple", "scalable", "automatic", "automated",
+    "auto", "high-performance", "high-throughput", "extremely", "flexible", "general", "generalized", "practical",
+    "unified", "new", "novel", "dynamic", "adaptive", "optimal", "system", "systems",
+}
+#: Nouns of action a title is built on, and their verbs ("Memory Optimizations" → "optimize memory").
+_NOMINALS = {
+    "optimization": "optimize", "optimizations": "optimize", "management": "manage", "parallelization": "parallelize",
+    "partitioning": "partition", "scheduling": "schedule", "compression": "compress", "rematerialization":
+    "rematerialize", "offloading": "offload", "sharding": "shard", "checkpointing": "checkpoint", "swapping": "swap",
+    "tuning": "tune", "training": "train", "placement": "place", "synchronization": "synchronize",
+    "recomputation": "recompute", "quantization": "quantize", "pruning": "prune", "caching": "cache",
+    "balancing": "balance", "acceleration": "accelerate",
+}
+_NOT_GERUNDS = {"learning", "computing", "processing", "programming", "networking", "getting", "string", "during",
+                "everything", "nothing", "something", "thing", "things", "king", "spring", "ring", "bring"}
+_IRREGULAR = {"us": "use", "reus": "reuse", "mak": "make", "tak": "take", "hav": "have", "giv": "give", "sav": "save",
+              "tun": "tune", "scal": "scale", "schedul": "schedule", "shar": "share", "stor": "store", "fus": "fuse",
+              "writ": "write", "compar": "compare", "achiev": "achieve", "improv": "improve", "mov": "move",
+              "remov": "remove", "leverag": "leverage", "manag": "manage", "overcom": "overcome", "prun": "prune",
+              "pipelin": "pipeline", "cach": "cache", "combin": "combine", "serv": "serve", "solv": "solve",
+              "resolv": "resolve", "increas": "increase", "decreas": "decrease", "encod": "encode", "decod": "decode",
+              "releas": "release", "rul": "rule", "rethink": "rethink"}
+#: Imperative page titles ("Run Horovod", "Analyze Performance") become "How do I …?".
+_IMPERATIVES = {"run", "analyze", "analyse", "install", "use", "configure", "deploy", "launch", "restore", "debug",
+                "monitor", "train", "tune", "scale", "profile", "choose", "save", "load", "enable", "migrate"}
+#: Where an object phrase ends ("… giant neural networks using pipeline parallelism" → "giant neural networks").
+_CUT_WORDS = {"for", "via", "using", "with", "through", "toward", "towards", "at", "on", "in", "into", "from", "by",
+              "without", "that", "which"}
+_GITHUB_TITLE = re.compile(r"^GitHub\s*-\s*[\w.-]+/([\w.-]+)\s*(?::\s*(.*))?$", re.IGNORECASE)
+_NAME_RE = re.compile(r"[A-Za-z][\w+.\-]*(?: [A-Z0-9][\w+.\-]*){0,2}")
+_PLAIN_WORD = re.compile(r"[A-Za-z][a-z]*(?:-[A-Za-z][a-z]*)*|\d[A-Z]|[a-z]+")
+#: Characters an example never contains: markup, and markdown's emphasis and links.
+_MARKUP = re.compile(r"[<>\"`*_\[\]{}|\\]")
+_URLISH = re.compile(r"/|\bwww\.|\.(?:com|org|io|ai|net|html?|md)\b", re.IGNORECASE)
 
 
-def _topic_phrase(topic: str) -> str:
-    words = topic.split()
-    return " ".join(w if w.isupper() and len(w) > 1 else w.lower() for w in words)
+def _base_verb(word: str) -> str | None:
+    """``Breaking`` → ``break``, ``Democratizing`` → ``democratize``; None when not a verb in -ing form."""
+    w = word.lower().strip(",;:.")
+    if not w.endswith("ing") or not w.isalpha() or w in _NOT_GERUNDS:
+        return None
+    stem = w[:-3]
+    if len(stem) < 2 or not re.search(r"[aeiouy]", stem):
+        return None
+    if stem in _IRREGULAR:
+        return _IRREGULAR[stem]
+    if len(stem) >= 3 and stem[-1] == stem[-2] and stem[-1] not in "lsfz":  # running → run
+        return stem[:-1]
+    if stem.endswith(("iz", "yz", "at", "ut", "uc", "ac", "ic", "bl", "pl", "tl", "dl", "gl", "kl", "rg", "rv", "iv",
+                      "av", "ov", "ag", "ur")):  # reducing → reduce, handling → handle
+        return stem + "e"
+    return stem
 
 
-def example_candidates(docs: Iterable[DocRecord]) -> list[str]:
-    """Questions the index should be able to answer, built from its contents, best first.
+def _is_plural(word: str) -> bool:
+    w = word.lower()
+    return w.endswith("s") and not w.endswith(("ss", "is", "us", "ism", "ics"))
 
-    Subjects come from the lists' sections (topics shared by at least two documents with text) and
-    from paper titles that start with a name (``GPipe: Efficient Training …`` → ``How does GPipe
-    work?``); the two kinds alternate.
-    """
-    full = [d for d in docs if not d.is_card]
-    counts = Counter(t.strip() for d in full for t in dict.fromkeys(d.topics) if t.strip())
-    topic_qs = []
-    for topic, n in sorted(counts.items(), key=lambda kv: (-kv[1], kv[0].lower())):
-        words = re.findall(r"[A-Za-z]+", topic)
-        if n < 2 or "/" in topic or len(words) < 2 or {w.lower() for w in words} & _GENERIC_TOPIC_WORDS:
-            continue
-        topic_qs.append(f"What is {_topic_phrase(topic)}?" if len(words) <= 3 else
-                        f"What do the sources say about {_topic_phrase(topic)}?")
-    names: dict[str, None] = {}
-    for d in sorted(full, key=lambda d: (d.kind != "paper", -(d.n_chunks or 0), d.title)):
-        head, sep, _ = d.title.partition(":")
-        head = head.strip()
-        if sep and 1 <= len(head.split()) <= 2 and re.fullmatch(r"[A-Za-z][\w\-. ]*[\w]", head):
-            names.setdefault(head, None)
-    name_qs = [f"How does {name} work?" for name in names]
+
+def _lower(words: Sequence[str], keep: set[str]) -> str:
+    """Title Case words in lower case, as a person types them; names, acronyms and numbers kept."""
+    out = []
+    for w in words:
+        parts = w.split("-")
+        if (w in keep or any(p in keep for p in parts)
+                or any(ch.isupper() or ch.isdigit() for p in parts for ch in p[1:]) or any(c.isdigit() for c in w)):
+            out.append(w)
+        else:
+            out.append(w.lower())
+    return " ".join(out)
+
+
+def _object(words: Sequence[str], keep: set[str], *, cut: bool = True, max_words: int = 8) -> str | None:
+    """The phrase a verb takes: up to a comma, a preposition (with ``cut``), at most ``max_words``."""
     out: list[str] = []
-    for i in range(max(len(topic_qs), len(name_qs))):
-        for group in (name_qs, topic_qs):
-            if i < len(group) and group[i] not in out:
+    for w in words:
+        bare = w.strip(",;:.!?()\"'")
+        if not bare:
+            break
+        if cut and out and bare.lower() in _CUT_WORDS:
+            break
+        if bare.lower() in ("your", "you"):
+            bare = {"your": "my", "you": "me"}[bare.lower()]
+        out.append(bare)
+        if w.rstrip().endswith((",", ";", ":")):
+            break
+    while out and out[-1].lower() in ("and", "or", "of", "the", "a", "an", "to", "with", "for", "in", "on"):
+        out.pop()
+    if not out or len(out) > max_words:
+        return None
+    return _lower(out, keep)
+
+
+def _split_title(title: str) -> tuple[str | None, str]:
+    """(name, description) of ``Name: description`` or ``GitHub - owner/name: description`` titles."""
+    t = " ".join(title.split())
+    m = _GITHUB_TITLE.match(t)
+    if m:
+        return m.group(1), (m.group(2) or "").strip()
+    for sep in (":", " - ", " – ", " — "):
+        head, found, tail = t.partition(sep)
+        if found:
+            head = re.sub(r"^(?:Meet|Introducing|Announcing)\s+", "", head.strip())
+            if (_NAME_RE.fullmatch(head) and any(ch.isupper() for ch in head)
+                    and not {w.lower() for w in re.findall(r"[A-Za-z]+", head)} & _GENERIC_TITLE_WORDS):
+                return head, tail.strip()
+            break
+    return None, t
+
+
+def _named_question(name: str, desc: str, keep: set[str]) -> str | None:
+    """A question about what the system ``name`` does, from its title's description (None: no pattern fits)."""
+    does = "do" if " " in name and _is_plural(name.split()[-1]) else "does"
+    words = desc.split()
+    if not words:
+        return None
+    verb = _base_verb(words[0])
+    if verb and verb != "get":  # "breaking the GPU memory wall for …" → "break the GPU memory wall"
+        obj = _object(words[1:], keep)
+        return f"How {does} {name} {verb} {obj}?" if obj else None
+    for i, w in enumerate(words[:5]):  # "Memory Optimizations Toward …" → "optimize memory"
+        verb = _NOMINALS.get(w.lower().strip(",;"))
+        if verb is None:
+            continue
+        mods = [m for m in words[:i] if m.lower() not in _ADJECTIVES]
+        rest = words[i + 1 :]
+        obj = None
+        if rest and rest[0].lower() == "of":
+            obj = _object(rest[1:], keep)
+        elif mods and (not rest or rest[0].lower() in _CUT_WORDS):
+            obj = _lower(mods[-2:], keep)
+        elif not mods and rest and rest[0].lower() in ("for", "toward", "towards"):
+            obj = _object(rest[1:], keep)
+        if obj:
+            return f"How {does} {name} {verb} {obj}?"
+        break
+    m = re.search(r"\b(?:using|via)\s+(.+)$", desc, re.IGNORECASE)
+    obj = _object(m.group(1).split(), keep, max_words=4) if m else None
+    return f"How {does} {name} use {obj}?" if obj else None
+
+
+def _framework(d: DocRecord) -> str | None:
+    """The project a documentation page belongs to, from its list section ("Horovod documentation")."""
+    for t in d.topics:
+        m = re.fullmatch(r"\s*(.+?)\s+(?:documentation|docs)\s*", t, re.IGNORECASE)
+        if m and len(m.group(1).split()) <= 3:
+            return m.group(1)
+    return None
+
+
+def _docs_question(title: str, fw: str, keep: set[str]) -> str | None:
+    """A question from a documentation page's title, asked about its project ``fw``."""
+    t = " ".join(title.split())
+    words = t.split()
+    lowered = {w.lower() for w in re.findall(r"[A-Za-z]+", t)}
+    if not words or len(words) > 8 or lowered & _GENERIC_TITLE_WORDS or _URLISH.search(t) or ":" in t:
+        return None
+    has_fw = fw.lower() in t.lower()
+    m = re.fullmatch(r"(\S+(?: \S+){0,2}) (with|on) (\S+(?: \S+){0,2})", t)
+    if m and not _base_verb(words[0]):  # "Horovod with PyTorch", "AdaSum with Horovod", "Horovod on Ray"
+        return f"How do I use {m.group(1)} {m.group(2)} {m.group(3)}?"
+    verb = _base_verb(words[0])
+    if verb and verb != "get":  # "Handling Failures and Node Preemption"
+        obj = _object(words[1:], keep, cut=not has_fw)
+        if not obj:
+            return None
+        return f"How can I {verb} {obj}?" if has_fw else f"How does {fw} {verb} {obj}?"
+    if words[0].lower() in _IMPERATIVES:  # "Run Horovod", "Analyze Performance"
+        obj = _object(words[1:], keep, cut=False)
+        if not obj:
+            return None
+        return f"How do I {words[0].lower()} {obj}?" if has_fw else f"How do I {words[0].lower()} {obj} in {fw}?"
+    if has_fw:  # "Elastic Horovod"
+        return f"What is {t}?" if len(words) <= 4 else None
+    if len(words) == 1:
+        if t in keep:  # another project's name: "Horovod" in the Ray Train docs
+            return f"How do I use {t} with {fw}?"
+        return f"What is {t} in {fw}?" if re.fullmatch(r"[A-Za-z][\w+\-]*", t) else None
+    if len(words) > 5 or not all(_PLAIN_WORD.fullmatch(w) for w in words):
+        return None
+    head = words[words.index("of") - 1] if "of" in words[1:] else words[-1]
+    return f"What {'are' if _is_plural(head) else 'is'} {_lower(words, keep)} in {fw}?"
+
+
+def _topic_question(topic: str) -> str | None:
+    """``Pipeline Parallelism`` → ``What is pipeline parallelism?`` (only sections that name a technique)."""
+    words = re.findall(r"[A-Za-z]+", topic)
+    if (len(words) < 2 or len(words) > 3 or "/" in topic or "&" in topic
+            or {w.lower() for w in words} & (_GENERIC_TOPIC_WORDS | {"and", "or", "training", "learning"})):
+        return None
+    if not words[-1].lower().endswith(("ism", "tion", "ing")):
+        return None
+    return f"What is {' '.join(w if w.isupper() and len(w) > 1 else w.lower() for w in topic.split())}?"
+
+
+def example_candidates(docs: Iterable[DocRecord]) -> list[Example]:
+    """Questions a person would ask that the index should answer, made from its documents, best first.
+
+    * a title ``Name: description`` gives a question about what ``Name`` does, read from the
+      description (``ZeRO: Memory Optimizations Toward …`` → "How does ZeRO optimize memory?",
+      ``GPipe: Efficient Training of Giant Neural Networks …`` → "How does GPipe train giant neural
+      networks?"), else "How does Name work?";
+    * a documentation page's title, asked about its project ("Tensor Fusion" in the Horovod docs →
+      "What is tensor fusion in Horovod?", "Handling Failures …" in the Ray Train docs → "How does
+      Ray Train handle failures …?");
+    * a paper title that opens with a verb ("Reducing Activation Recomputation in …" → "How can I
+      reduce activation recomputation in …?");
+    * a list section naming a technique that several documents share ("What is pipeline parallelism?").
+
+    The four kinds alternate so that the first few candidates cover different documents; catalog
+    cards (no text) and titles that are URLs or file paths give nothing. Pure: no index access.
+    """
+    full = sorted((d for d in docs if not d.is_card), key=lambda d: (d.kind != "paper", -(d.n_chunks or 0), d.title))
+    names: dict[str, DocRecord] = {}
+    for d in full:
+        name, _ = _split_title(d.title)
+        if name:
+            names.setdefault(name.lower(), d)
+    # Words kept as written (case-sensitive): the names, their first words ("Megatron" of
+    # Megatron-LM) and the projects; every other Title Case word is lower-cased.
+    keep = {n for d in full if (n := _split_title(d.title)[0] or _framework(d))}
+    keep |= {re.split(r"[-\s]", n)[0] for n in keep}
+
+    specific: list[Example] = []
+    plain: list[Example] = []
+    titled: list[Example] = []
+    by_fw: dict[str, list[Example]] = {}
+    used: set[str] = set()
+    for d in full:
+        fw = _framework(d)
+        name, desc = _split_title(d.title)
+        if name and name.lower() not in used:
+            used.add(name.lower())
+            q = _named_question(name, desc, keep)
+            if q:
+                specific.append(Example(q, d.doc_id, name))
+            elif len(name) <= 30:
+                does = "do" if " " in name and _is_plural(name.split()[-1]) else "does"
+                plain.append(Example(f"How {does} {name} work?", d.doc_id, name))
+            continue
+        if name:
+            continue
+        if fw and d.kind == "docs":
+            q = _docs_question(d.title, fw, keep)
+            if q and not _MARKUP.search(q):
+                by_fw.setdefault(fw, []).append(Example(q, d.doc_id, fw))
+            continue
+        words = d.title.split()
+        verb = _base_verb(words[0]) if words and not _URLISH.search(d.title) else None
+        if verb and verb != "get" and d.kind == "paper":
+            obj = _object(words[1:], keep, cut=False, max_words=7)
+            if obj:
+                titled.append(Example(f"How can I {verb} {obj}?", d.doc_id))
+        elif d.kind == "paper" and 2 <= len(words) <= 4 and all(_PLAIN_WORD.fullmatch(w) for w in words) and (
+                words[-1].lower() in _NOMINALS or words[-1].lower().endswith(("ism", "tion", "ing"))):
+            titled.append(Example(f"What is {_lower(words, keep)}?", d.doc_id))  # "Dynamic Tensor Rematerialization"
+
+    docs_qs: list[Example] = []  # one page per project in turn: the largest projects first
+    queues = sorted(by_fw.values(), key=len, reverse=True)
+    while any(queues):
+        for queue in queues:
+            if queue:
+                docs_qs.append(queue.pop(0))
+
+    counts = Counter(t.strip() for d in full for t in dict.fromkeys(d.topics) if t.strip())
+    topic_qs = [Example(q) for t, n in sorted(counts.items(), key=lambda kv: (-kv[1], kv[0].lower()))
+                if n >= 2 and (q := _topic_question(t))]
+
+    groups = [[e for e in g if not _MARKUP.search(e.question)] for g in (specific + plain, docs_qs, titled, topic_qs)]
+    out: list[Example] = []
+    seen: set[str] = set()
+    for i in range(max(map(len, groups), default=0)):
+        for group in groups:
+            if i < len(group) and group[i].question.lower() not in seen:
+                seen.add(group[i].question.lower())
                 out.append(group[i])
     return out
+
+
+def answers_example(example: Example, answer: Answer) -> bool:
+    """Whether ``answer`` answers the example question: not refused, cited, and about its subject."""
+    if answer.refused or not answer.citations:
+        return False
+    if example.doc_id is None and example.subject is None:
+        return True
+    if any(c.doc_id == example.doc_id for c in answer.citations):
+        return True
+    subject = (example.subject or "").lower()
+    return bool(subject) and (subject in answer.answer.lower() or any(subject in (c.title or "").lower()
+                                                                      for c in answer.citations))
 
 
 # -- related papers and status ------------------------------------------------------------------------
@@ -505,6 +845,7 @@ def ui_password(settings: Settings, env: Mapping[str, str]) -> str | None:
 def candidate_sentences(version: IndexVersion, block: int = 2000) -> list[str]:
     """The distinct sentences the extractive answerer may quote from ``version`` (full-text documents)."""
     from dmlqa.answer import sentences_of
+    from dmlqa.sentences import MAX_CHARS, MIN_CHARS  # the answerer's bounds of a quotable sentence
 
     out: dict[str, None] = {}
     for start in range(0, version.size, block):
@@ -515,7 +856,7 @@ def candidate_sentences(version: IndexVersion, block: int = 2000) -> list[str]:
             if d is None or d.is_card:
                 continue
             for s in sentences_of(r.text):
-                if 30 <= len(s) <= 500:  # the answerer's own length bounds for a quotable sentence
+                if MIN_CHARS <= len(s) <= MAX_CHARS:
                     out.setdefault(s, None)
     return list(out)
 
@@ -544,6 +885,9 @@ class ChatService:
         self._lock = threading.Lock()
         self._examples: dict[str, list[str]] = {}
         self._examples_lock = threading.Lock()
+        self._examples_thread: threading.Thread | None = None
+        #: How long the last computation of example questions took (seconds), for the log and tests.
+        self.examples_seconds: float | None = None
         self._warm: dict[str, Any] = {}
 
     @property
@@ -612,11 +956,15 @@ class ChatService:
         """Embed every candidate sentence of the current version into the vector cache; returns how many.
 
         With the sentences' vectors at hand an extractive answer costs ~10–20 ms instead of
-        ~0.1–0.5 s, which is what lets one process serve many people on 2 cores. Skipped when the
-        sentences would not fit the cache (a very large index); answers then fill it as they go.
+        ~0.1–0.5 s, which is what lets one process serve many people on 2 cores. Skipped for a
+        version built with its sentence vectors (answering then embeds only the question), and when
+        the sentences would not fit the cache (a very large index); answers then fill it as they go.
         """
         searcher = self.asker.searcher
         version = searcher.version
+        if getattr(version, "has_sentences", False):  # built with its sentence vectors: nothing to embed
+            self._warm = {"version": version.name, "warming": False, "skipped": "sentence vectors in the index"}
+            return 0
         enc = searcher.encoder_for(version)
         if not isinstance(enc, CachedEncoder):
             self._warm = {"version": version.name, "warming": False, "skipped": "no vector cache"}
@@ -647,8 +995,31 @@ class ChatService:
                 "sentences": warm.get("sentences"), "embedded": warm.get("done"), "seconds": warm.get("seconds"),
                 "skipped": warm.get("skipped")}
 
-    def examples(self) -> list[str]:
-        """Up to :data:`N_EXAMPLES` questions the current index answers (not refused), cached per version."""
+    def examples(self, *, wait: bool = True) -> list[str]:
+        """Up to :data:`N_EXAMPLES` questions the current index answers, cached per index version.
+
+        The first :data:`MAX_EXAMPLE_TRIES` of :func:`example_candidates` are asked (extractive, no
+        LLM) and those answered about their subject are kept (see :func:`answers_example`). With
+        ``wait=False`` this never blocks: it returns the cached questions, or ``[]`` and starts
+        computing them in a background thread (the page asks again when it loads).
+        """
+        try:
+            version = self.asker.searcher.version
+        except IndexMissingError:
+            return []
+        cached = self._examples.get(version.name)
+        if cached is not None:
+            return cached
+        if not wait:
+            with self._lock:
+                if self._examples_thread is None or not self._examples_thread.is_alive():
+                    self._examples_thread = threading.Thread(target=self._compute_examples, name="dmlqa-examples",
+                                                             daemon=True)
+                    self._examples_thread.start()
+            return []
+        return self._compute_examples()
+
+    def _compute_examples(self) -> list[str]:
         from dmlqa.answer import AskOptions
 
         try:
@@ -658,15 +1029,18 @@ class ChatService:
         with self._examples_lock:
             if version.name in self._examples:
                 return self._examples[version.name]
+            t0 = time.perf_counter()
             chosen: list[str] = []
-            for q in example_candidates(version.docs.values())[:MAX_EXAMPLE_TRIES]:
+            for ex in example_candidates(version.docs.values())[:MAX_EXAMPLE_TRIES]:
                 try:
-                    if not self.asker.ask(q, AskOptions(use_llm=False)).refused:
-                        chosen.append(q)
-                except Exception:  # noqa: BLE001
-                    log.warning("example question %r failed", q, exc_info=True)
+                    if answers_example(ex, self.asker.ask(ex.question, AskOptions(use_llm=False))):
+                        chosen.append(ex.question)
+                except Exception:  # noqa: BLE001 - an example is optional
+                    log.warning("example question %r failed", ex.question, exc_info=True)
                 if len(chosen) == N_EXAMPLES:
                     break
+            self.examples_seconds = time.perf_counter() - t0
+            log.info("%d example questions for %s in %.2f s", len(chosen), version.name, self.examples_seconds)
             self._examples = {version.name: chosen}
             return chosen
 
@@ -685,7 +1059,7 @@ class ChatService:
             return self.asker.ask(question, options)
 
     def stream_html(self, question: str, filters: Filters, *, extra_notice: str | None = None,
-                    use_llm: bool = True) -> Iterator[str]:
+                    use_llm: bool = True, previous: str | None = None) -> Iterator[str]:
         """The HTML of the answer as it grows; the last item is the final answer with its sources."""
         from dmlqa.answer import AskOptions
 
@@ -693,7 +1067,7 @@ class ChatService:
         for attempt in (1, 2):
             streamed: list[str] = []
             try:
-                stream = self.asker.stream(question, options)
+                stream = self.asker.stream(question, options, previous=previous)
                 for delta in stream.deltas:
                     streamed.append(delta)
                     if self.asker.llm is not None and use_llm:
@@ -729,13 +1103,54 @@ class ChatService:
             d = searcher.version.docs.get(result.target)
             target = {"title": d.title, "url": d.url} if d else None
         rows = related_rows(result)
-        return rows, related_html(rows, result.notice, target=target)
+        notes = [result.notice, undated_note(result.undated_excluded, what=f"“since {since}”")]
+        return rows, related_html(rows, "; ".join(n for n in notes if n) or None, target=target)
+
+
+# -- one chat turn -----------------------------------------------------------------------------------------
+
+
+def chat_steps(service: ChatService, message: str | None, history: Sequence[Any] | None, asked: Sequence[str] | None,
+               filters: tuple[Filters, str | None]) -> Iterator[tuple[list[Any], list[str], bool, str]]:
+    """One chat turn as the page sees it: (history, asked questions, clear the input box?, input notice).
+
+    The question is appended as the user's message and stays there: only the answer after it (a
+    "searching" placeholder, then the growing answer, then the final one) is replaced as it
+    streams. ``filters`` is what :func:`make_filters` returned.
+    """
+    history = list(history or [])
+    asked = list(asked or [])
+    text = message or ""
+    if not text.strip():
+        yield history, asked, False, message_html("Type a question first.", kind="hint")
+        return
+    flt, filter_notice = filters
+    query = follow_up_query(text, asked)
+    notices = []
+    if query is not None:
+        notices.append(f"read as a follow-up to “{shorten(asked[-1], 120)}”")
+    if filter_notice:
+        notices.append(filter_notice)
+    if flt.active():
+        notices.append(f"filters: {describe_filters(flt)}")
+    history += [{"role": "user", "content": question_html(text)}, {"role": "assistant", "content": PENDING_HTML}]
+    asked.append(query or " ".join(text.split()))
+    yield history, asked, True, ""
+    previous = asked[-2] if query is not None else None  # asked[-1] is this turn's own context now
+    for fragment in service.stream_html(text, flt, previous=previous, extra_notice="; ".join(notices) or None):
+        history[-1] = {"role": "assistant", "content": fragment}
+        yield history, asked, False, ""
 
 
 # -- the Gradio app ---------------------------------------------------------------------------------------
 
 CSS = """
 .dmlqa-answer .dmlqa-text { line-height: 1.5; }
+.dmlqa-answer .dmlqa-text p.dmlqa-p { margin: 0 0 .45em 0; }
+.dmlqa-answer .dmlqa-text ul { list-style: disc outside; padding-left: 1.5em; margin: .2em 0 .5em 0; }
+.dmlqa-answer .dmlqa-text ol { list-style: decimal outside; padding-left: 1.7em; margin: .2em 0 .5em 0; }
+.dmlqa-answer .dmlqa-text li { margin: .15em 0; display: list-item; }
+.dmlqa-question { white-space: normal; overflow-wrap: anywhere; }
 .dmlqa-cite { font-weight: 600; text-decoration: none; }
 .dmlqa-notice { margin-top: .5em; padding: .3em .6em; border-left: 3px solid #d97706; background: rgba(217,119,6,.08); }
 .dmlqa-sources { margin-top: .6em; font-size: .92em; }
@@ -769,6 +1184,48 @@ element.addEventListener('click', (event) => {
 });
 """
 
+#: The chat scrolls as a chat does: to the newest message as it arrives, but never so far that the
+#: newest question leaves the top of the view (a long answer is then read from its start). Gradio's
+#: own autoscroll (always to the bottom) is off; scrolling by hand stops the following until the
+#: next question.
+CHAT_JS = """
+() => {
+  const PAD = 8;
+  let count = -1, userMoved = false, queued = false;
+  const scroller = (chat, from) => {
+    for (let e = from; e && e !== chat.parentElement; e = e.parentElement) {
+      const oy = getComputedStyle(e).overflowY;
+      if ((oy === 'auto' || oy === 'scroll') && e.scrollHeight > e.clientHeight + 1) return e;
+    }
+    return null;
+  };
+  const follow = () => {
+    queued = false;
+    const chat = document.getElementById('dmlqa-chat');
+    if (!chat) return;
+    const questions = chat.querySelectorAll('.dmlqa-question');
+    if (questions.length !== count) { count = questions.length; userMoved = false; }
+    if (!questions.length || userMoved) return;
+    const question = questions[questions.length - 1];
+    const row = question.closest('.message-row') || question;
+    const box = scroller(chat, row);
+    if (!box) return;
+    const top = row.getBoundingClientRect().top - box.getBoundingClientRect().top + box.scrollTop - PAD;
+    const target = Math.max(0, Math.min(top, box.scrollHeight - box.clientHeight));
+    if (Math.abs(box.scrollTop - target) > 1) box.scrollTop = target;
+  };
+  const later = () => { if (!queued) { queued = true; requestAnimationFrame(follow); } };
+  window.dmlqaFollow = follow;
+  new MutationObserver(later).observe(document.body, {childList: true, subtree: true, characterData: true});
+  const byHand = (event) => {
+    if (event.target && event.target.closest && event.target.closest('#dmlqa-chat')) userMoved = true;
+  };
+  document.addEventListener('wheel', byHand, {passive: true});
+  document.addEventListener('touchmove', byHand, {passive: true});
+  window.addEventListener('resize', later);
+}
+"""
+
 PLACEHOLDER = (
     "<strong>Ask about distributed machine learning.</strong><br>Answers cite the paper, page or doc they "
     "come from; every <code>[n]</code> opens its source."
@@ -796,28 +1253,11 @@ def build_app(service: ChatService):  # noqa: ANN201 - gradio.Blocks
         return [{"text": q} for q in items] or None
 
     # -- chat --------------------------------------------------------------------------------------------
-    def respond(message: str | None, history: list | None, asked: list | None, kinds, since, until, topics):  # noqa: ANN001, ANN202
-        history = list(history or [])
-        asked = list(asked or [])
-        text = message or ""
-        if not text.strip():
-            yield history, asked, gr.update(), message_html("Type a question first.", kind="hint")
-            return
-        filters, filter_notice = make_filters(kinds, since, until, topics)
-        query = follow_up_query(text, asked)
-        notices = []
-        if query is not None:
-            notices.append(f"read as a follow-up to “{shorten(asked[-1], 120)}”")
-        if filter_notice:
-            notices.append(filter_notice)
-        if filters.active():
-            notices.append(f"filters: {describe_filters(filters)}")
-        history += [{"role": "user", "content": question_html(text)}, {"role": "assistant", "content": PENDING_HTML}]
-        asked.append(query or " ".join(text.split()))
-        yield history, asked, "", ""
-        for fragment in service.stream_html(query or text, filters, extra_notice="; ".join(notices) or None):
-            history[-1] = {"role": "assistant", "content": fragment}
-            yield history, asked, gr.update(), ""
+    def respond(message: str | None, history: list | None, asked: list | None, kinds, since, until, topics,  # noqa: ANN001, ANN202
+                undated=False):  # noqa: ANN001
+        filters = make_filters(kinds, since, until, topics, undated)
+        for turns, questions, clear_box, notice in chat_steps(service, message, history, asked, filters):
+            yield turns, questions, ("" if clear_box else gr.update()), notice
 
     def clear():  # noqa: ANN202
         return [], [], "", ""
@@ -857,24 +1297,30 @@ def build_app(service: ChatService):  # noqa: ANN201 - gradio.Blocks
     # -- page load ---------------------------------------------------------------------------------------
     def on_load():  # noqa: ANN202
         f = service.facets()
-        examples = service.examples()
         years = year_choices(f)
         return (
-            gr.update(examples=_examples_value(examples)),
             gr.update(choices=list(f.kinds)),
             gr.update(choices=list(f.topics)),
             gr.update(choices=years), gr.update(choices=years), gr.update(choices=years),
             service.status(),
         )
 
+    def load_examples():  # noqa: ANN202
+        # Its own event: the page, its filters and status never wait for the examples, which are
+        # computed once per index version (in the background from the app's start).
+        return gr.update(examples=_examples_value(service.examples()))
+
     with gr.Blocks(title="dmlqa: distributed ML Q&A", analytics_enabled=False) as demo:
         gr.Markdown("## dmlqa: distributed machine learning, with sources")
         with gr.Tabs(selected="chat") as tabs:
             with gr.Tab("Chat", id="chat"):
+                # No fixed height: the conversation grows with its messages up to the window's height
+                # (less the input row), then scrolls inside (CHAT_JS keeps the newest question in view).
                 chatbot = gr.Chatbot(
-                    label="Answers", elem_id="dmlqa-chat", height=520, placeholder=PLACEHOLDER,
-                    examples=_examples_value(service.examples()), latex_delimiters=[], feedback_options=None,
-                    buttons=["copy"],
+                    label="Answers", show_label=False, elem_id="dmlqa-chat", height=None, min_height=360,
+                    max_height="max(360px, calc(100vh - 300px))", autoscroll=False, placeholder=PLACEHOLDER,
+                    examples=_examples_value(service.examples(wait=False)), latex_delimiters=[],
+                    feedback_options=None, buttons=["copy"],
                 )
                 notice = gr.HTML("", elem_id="dmlqa-input-notice", js_on_load=None)
                 with gr.Row():
@@ -889,6 +1335,8 @@ def build_app(service: ChatService):  # noqa: ANN201 - gradio.Blocks
                         kinds = gr.CheckboxGroup(list(f0.kinds), label="kind", scale=3)
                         since = gr.Dropdown(year_choices(f0), value=ANY_YEAR, label="from year", scale=1)
                         until = gr.Dropdown(year_choices(f0), value=ANY_YEAR, label="to year", scale=1)
+                        undated = gr.Checkbox(False, label="keep documents of unknown year", scale=1,
+                                              elem_id="dmlqa-undated")
                     topics = gr.Dropdown(list(f0.topics), multiselect=True, label="topic (list section)",
                                          allow_custom_value=False)
                 asked = gr.State([])
@@ -906,7 +1354,7 @@ def build_app(service: ChatService):  # noqa: ANN201 - gradio.Blocks
                 status = gr.HTML(service.status(), elem_id="dmlqa-status")
                 refresh = gr.Button("Refresh")
 
-        chat_inputs = [box, chatbot, asked, kinds, since, until, topics]
+        chat_inputs = [box, chatbot, asked, kinds, since, until, topics, undated]
         chat_outputs = [chatbot, asked, box, notice]
         box.submit(respond, chat_inputs, chat_outputs, api_visibility="private")
         send.click(respond, chat_inputs, chat_outputs, api_visibility="private")
@@ -919,7 +1367,8 @@ def build_app(service: ChatService):  # noqa: ANN201 - gradio.Blocks
             respond, chat_inputs, chat_outputs, api_visibility="private")
         refresh.click(service.status, None, status, api_visibility="private")
         gr.Timer(30).tick(service.status, None, status, api_visibility="private")
-        demo.load(on_load, None, [chatbot, kinds, topics, since, until, rel_since, status], api_visibility="private")
+        demo.load(on_load, None, [kinds, topics, since, until, rel_since, status], api_visibility="private")
+        demo.load(load_examples, None, chatbot, api_visibility="private")
 
         def ask(question: str, kinds: list[str] | None = None, since: int | None = None, until: int | None = None,
                 topics: list[str] | None = None, use_llm: bool = True) -> dict:
@@ -938,6 +1387,8 @@ def build_app(service: ChatService):  # noqa: ANN201 - gradio.Blocks
             body.pop("retrieved", None)
             if filter_notice:
                 body["filter_notice"] = filter_notice
+            if answer.undated_excluded:
+                body["undated_excluded"] = answer.undated_excluded
             return body
 
         gr.api(ask, api_name="ask")
@@ -962,6 +1413,6 @@ def launch(settings: Settings, *, host: str = DEFAULT_HOST, port: int = DEFAULT_
     demo.launch(
         server_name=host, server_port=port, share=False, auth=auth, show_error=False, quiet=True,
         ssr_mode=False, mcp_server=False, pwa=False, enable_monitoring=False, prevent_thread_lock=not block,
-        theme=_theme(gr), css=CSS, footer_links=["api"], run_history=False,
+        theme=_theme(gr), css=CSS, js=CHAT_JS, footer_links=["api"], run_history=False,
     )
     return demo
