@@ -463,3 +463,16 @@ def test_snapshot_records_extract_cleanly() -> None:
         pages = [b.page for b in ex.blocks]
         assert pages == sorted(set(pages)) and pages[0] == 1 and pages[-1] <= ex.pages
     assert "ZeRO" in extract_bytes(records[paper][1], "application/pdf").blocks[0].text
+
+
+def test_binary_bytes_named_text_are_refused_not_indexed() -> None:
+    """Random bytes in a .txt file (or served as text/plain) are no document: one clear reason."""
+    import random
+
+    junk = bytes(random.Random(7).randrange(256) for _ in range(4000))
+    with pytest.raises(ExtractError, match="binary data, not text"):
+        extract_bytes(junk, "text/plain", url="junk.txt")
+    with pytest.raises(ExtractError, match="binary data, not text"):
+        extract_bytes(b"# Notes\n" + junk, "text/markdown", url="notes.md")
+    legacy = ("Caf\xe9 na\xefve r\xe9sum\xe9: " + "plain words about allreduce and rings " * 20).encode("latin-1")
+    assert "allreduce" in extract_bytes(legacy, "text/plain", url="legacy.txt").text

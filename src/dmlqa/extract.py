@@ -134,10 +134,20 @@ def extract_bytes(body: bytes, content_type: str, *, url: str = "", charset: str
         return extract_pdf(body, url=url)
     if kind == "html":
         return extract_html(body, url=url, charset=charset)
+    if _looks_binary(body):
+        raise ExtractError(url, "binary data, not text (no PDF, HTML, markdown or text could be read from it)")
     text = decode_text(body, charset)
     if kind == "markdown":
         return extract_markdown(text, url=url)
     return extract_text(text, url=url)
+
+
+def _looks_binary(body: bytes) -> bool:
+    """An image, an archive or random bytes: in the first 8 KB, over a tenth of the characters are
+    control characters or bytes that are no UTF-8 (a legacy-encoded text has a few, not that many)."""
+    head = body[:8192].decode("utf-8", errors="replace")
+    bad = sum(1 for ch in head if ch == "\ufffd" or (ord(ch) < 32 and ch not in "\t\n\f\r"))
+    return bad > 0.1 * max(1, len(head))
 
 
 def extract_file(path: Path, *, max_bytes: int | None = None) -> Extracted:
