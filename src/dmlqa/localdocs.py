@@ -23,6 +23,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from dmlqa.fetch import format_size
 from dmlqa.models import Block, Document, Failure
 
 SUPPORTED_SUFFIXES = {".pdf", ".html", ".htm", ".md", ".markdown", ".txt", ".text", ".rst", ".jsonl"}
@@ -31,7 +32,6 @@ LOCAL_DIR = "local"
 YEAR_MIN, YEAR_MAX = 1000, 2100
 #: Bad records of one file listed one by one; the rest are counted in one line.
 MAX_LISTED_BAD_RECORDS = 100
-_MIB, _KIB = 1024 * 1024, 1024
 
 
 @dataclass(frozen=True)
@@ -42,15 +42,6 @@ class AddReport:
     failed: tuple[str, ...] = ()
     #: ("file:line", reason): records of a copied JSON Lines file that the build will skip.
     bad_records: tuple[tuple[str, str], ...] = ()
-
-
-def format_size(n: int) -> str:
-    """``50 MB``, ``300.0 MB``, ``10 KB``, ``900 bytes``."""
-    if n >= _MIB:
-        return f"{n // _MIB} MB" if n % _MIB == 0 else f"{n / _MIB:.1f} MB"
-    if n >= _KIB:
-        return f"{n // _KIB} KB" if n % _KIB == 0 else f"{n / _KIB:.1f} KB"
-    return f"{n} bytes"
 
 
 def too_large_reason(size: int, cap: int) -> str:
