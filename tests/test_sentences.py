@@ -115,3 +115,48 @@ def test_one_citation_per_document_page_and_lists_stay_lists() -> None:
     assert body == ("ZeRO has three stages: [1]\n- Stage 1 partitions optimizer states. [1]\n"
                     "- Stage 2 partitions gradients. [1]")
     assert len(cites) == 1 and cites[0].quote == "ZeRO has three stages:"
+
+
+# -- a freshly built version answers without embedding any sentence -----------------------------------
+
+
+def test_fresh_build_answers_embedding_only_the_question(tmp_path) -> None:  # noqa: ANN001
+    """Sentence vectors are part of the index version: answering embeds the question and nothing else."""
+    import json
+
+    from typer.testing import CliRunner
+
+    from dmlqa.answer import Asker, AskOptions
+    from dmlqa.cli import app
+    from dmlqa.search import Searcher
+    from dmlqa.settings import load_settings
+
+    runner = CliRunner()
+    home = tmp_path / "kb"
+    notes = tmp_path / "fusion.md"
+    notes.write_text(
+        "# Tensor Fusion\n\nHorovod batches small allreduce operations into one larger buffer. "
+        "The fusion buffer is 128 MB by default and can be changed with HOROVOD_FUSION_THRESHOLD.\n\n"
+        "## Cycle time\n\nThe cycle time sets how often the background thread checks for new tensors. "
+        "It defaults to a few milliseconds and is set with HOROVOD_CYCLE_TIME.\n", encoding="utf-8")
+    assert runner.invoke(app, ["--home", str(home), "init"]).exit_code == 0
+    assert runner.invoke(app, ["--home", str(home), "add", str(notes)]).exit_code == 0
+    built = runner.invoke(app, ["--home", str(home), "build", "--json"])
+    assert built.exit_code == 0, built.output
+    report = json.loads(built.stdout)
+    assert report["sentences"] >= 3 and report["embedded_sentences"] == report["sentences"]
+
+    asker = Asker(Searcher(load_settings(home)))
+    encoder = asker.searcher.encoder_for(asker.searcher.version)
+    seen: list[list[str]] = []
+    inner_encode = encoder.inner.encode
+
+    def recording(texts, **kw):  # noqa: ANN001, ANN202
+        seen.append(list(texts))
+        return inner_encode(texts, **kw)
+
+    encoder.inner.encode = recording  # the model itself: every text it is asked to embed passes here
+    question = "What is the default size of the Horovod fusion buffer?"
+    answer = asker.ask(question, AskOptions(use_llm=False))
+    assert not answer.refused and "128 MB" in answer.answer
+    assert seen == [[question]]  # the question, once; no sentence
