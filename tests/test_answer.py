@@ -31,6 +31,15 @@ def asker(home: Path) -> Asker:
     return Asker(Searcher(load_settings(home)))
 
 
+def test_a_version_without_stored_sentences_still_answers(tmp_path: Path, encoder) -> None:  # noqa: ANN001
+    """Homes built before sentences were stored keep answering (sentences split and embedded on the fly)."""
+    build_index(tmp_path, encoder, sentences=False)
+    asker = Asker(Searcher(load_settings(tmp_path)))
+    assert not asker.searcher.version.has_sentences
+    a = asker.ask("How does ZeRO partition optimizer states across data parallel ranks?")
+    assert not a.refused and a.citations and a.citations[0].doc_id == "arxiv:1910.02054"
+
+
 def test_extractive_answer_cites_the_right_source(asker: Asker) -> None:
     a = asker.ask("How does ZeRO reduce memory across data-parallel processes?")
     assert not a.refused and a.backend == "extractive"
@@ -163,11 +172,14 @@ def test_ask_without_index(tmp_path: Path) -> None:
     assert r.exit_code == 1 and "dmlqa build" in r.output
 
 
-def test_questions_are_not_written_to_the_vector_store(home: Path) -> None:
+def test_questions_are_not_written_to_the_vector_store(tmp_path: Path, encoder) -> None:  # noqa: ANN001
+    """On a version without stored sentence vectors the answerer embeds and stores sentences, never questions."""
     import sqlite3
 
     from dmlqa.embed import text_sha256
 
+    home = tmp_path
+    build_index(home, encoder, sentences=False)
     question = "How does ZeRO reduce memory across data-parallel processes, asked once more?"
     Asker(Searcher(load_settings(home))).ask(question)
     db = sqlite3.connect(home / "index" / "cache" / "embeddings.sqlite")

@@ -73,12 +73,19 @@ def make_docs_and_chunks(extra: str = "") -> tuple[list[Document], list[Chunk]]:
     return docs, chunks
 
 
-def build_index(home: Path, encoder, extra: str = "") -> str:  # noqa: ANN001
+def build_index(home: Path, encoder, extra: str = "", *, sentences: bool = True) -> str:  # noqa: ANN001
+    """A published version of the fixture documents, with their quotable sentences and vectors as a
+    build stores them (``sentences=False``: a version from before sentences were stored)."""
+    from dmlqa.sentences import split_document
+
     docs, chunks = make_docs_and_chunks(extra)
     vecs = embed_texts([dense_text(c.title, c.section, c.text) for c in chunks], encoder).vectors
     meta = {"model": "bundled:all-MiniLM-L6-v2", "encoder": "onnx-int8", "encoder_key": encoder.key,
             "resources": len(docs), "failed": []}
-    name = write_version(home / "index", docs, chunks, vecs, meta, ann_threshold=1000)
+    kept = [(o, x) for d in docs for o, x in enumerate(split_document(d)) if x.quotable] if sentences else []
+    svecs = embed_texts([x.text for _, x in kept], encoder).vectors if kept else None
+    name = write_version(home / "index", docs, chunks, vecs, meta, ann_threshold=1000, sentences=kept,
+                         sentence_vectors=svecs)
     publish(home / "index", name)
     return name
 

@@ -526,9 +526,22 @@ def test_service_uses_one_caching_asker(service: ChatService) -> None:
     assert enc.hits > hits
 
 
-def test_prewarm_makes_answers_hit_the_cache(home: Path) -> None:
+def test_prewarm_is_skipped_when_the_version_stores_sentence_vectors(home: Path) -> None:
+    service = ChatService(load_settings(home))
+    assert service.prewarm() == 0 and service.health()["ready"]
+    version = service.asker.searcher.version
+    enc = service.asker.searcher.encoder_for(version)
+    misses = enc.misses
+    service.answer("What does GPipe split a mini-batch into?", Filters(), use_llm=False)
+    assert enc.misses == misses + 1  # only the question itself was embedded
+
+
+def test_prewarm_makes_answers_hit_the_cache(tmp_path: Path, encoder) -> None:  # noqa: ANN001
+    """A version built before sentence vectors were stored: the app embeds them once at start."""
     from dmlqa.ui import candidate_sentences
 
+    home = tmp_path
+    build_index(home, encoder, sentences=False)
     service = ChatService(load_settings(home))
     assert service.health()["ready"] is False
     version = service.asker.searcher.version
