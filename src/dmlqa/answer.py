@@ -37,7 +37,7 @@ class AskOptions:
     filters: Filters = field(default_factory=Filters)
     passages: int = 8  # passages handed to the answerer
     per_doc: int = 2  # at most this many passages from one document
-    max_sentences: int = 4
+    max_sentences: int = 5
     use_llm: bool = True
     mode: str = "hybrid"  # retrieval: hybrid | dense | bm25
 

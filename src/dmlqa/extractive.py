@@ -36,11 +36,13 @@ from dmlqa.sentences import ITEM, PROSE, for_answer, leans_back, leans_forward, 
 MAX_WORDS = 100
 MIN_WORDS = 70
 #: A further sentence must score at least this close to the best one.
-MARGIN = 0.4
+MARGIN = 0.6
 #: Further sentences must add a question term not yet covered; the best one brings its successor.
 NEW_TERMS = False
 FOLLOW = True
 FOLLOW_ALWAYS = True
+#: The best sentence's successor may take the answer up to this many words (past MAX_WORDS).
+FOLLOW_MAX_WORDS = 120
 W_SIM, W_TERMS, W_KIND, W_PRIOR = 1.0, 0.8, 0.3, 0.3
 #: Score taken off a sentence the previous answer already quoted (follow-ups).
 AVOIDED = 1.0
@@ -65,15 +67,27 @@ _ASKS_NUMBER = re.compile(r"\bhow (?:many|much|large|big|long|fast|often|small)\
                           r"fraction|ratio|rate|size|number|speed ?up|throughput|utili[sz]ation|bit.?width|"
                           r"precision|value|limit|threshold|memory|bandwidth|latency)\b|\bdefault\b|\bby how\b|"
                           r"\bhow \w+ (?:is|are|was|were|does|do)\b.*\b(?:size|memory|buffer|speed)\b", re.I)
+_ASKS_NUMBER_MORE = re.compile(r"\bwhat (?:[\w-]+ ){0,2}(?:percentage|fraction|ratio|rate|size|number|speed ?up|"
+                               r"throughput|utili[sz]ation|bit.?width|precision|value|limit|threshold|memory|"
+                               r"bandwidth|latency|version|release)\b|\b(?:which|what) (?:[\w-]+ ){0,2}"
+                               r"(?:version|release)s?\b", re.I)
 _ASKS_FLAG = re.compile(r"\b(?:flag|option|argument|environment variable|env var|setting|config\w*|parameter "
-                        r"name|command|api|function|call|class|method|knob)\b", re.I)
-_ASKS_YEAR = re.compile(r"\b(?:when|what year|which year|since when)\b", re.I)
-_ASKS_NAME = re.compile(r"\b(?:which|what) (?:\w+ ){0,2}(?:project|paper|work|library|framework|system|tool|"
-                        r"package|approach|technique|method|model|algorithm|company|team)\b|\bwho\b|"
-                        r"\bwhat is (?:it )?called\b|\bname of\b", re.I)
+                        r"name|command|api|function|call|class|method|knob)\b|\bhow (?:do|can|should|would) "
+                        r"(?:I|we|you)\b|\bwhat (?:must|should|do|can) (?:I|we|you) (?:set|configure|use|call|wrap|"
+                        r"pass|run|change)\b|\b(?:script|file|module|decorator|wrapper|variable)s?\b", re.I)
+#: "When running X, what ..." does not ask for a date: only a question opening with "when did/was ..." does.
+_ASKS_YEAR = re.compile(r"^\W*when (?:did|was|were|is|will|has|have)\b|\b(?:what|which|in which) year\b|"
+                        r"\bsince when\b", re.I)
+_ASKS_NAME = re.compile(r"\b(?:which|what) (?:[\w-]+ ){0,3}(?:projects?|papers?|works?|librar(?:y|ies)|"
+                        r"frameworks?|systems?|tools?|packages?|approach(?:es)?|techniques?|methods?|models?|"
+                        r"algorithms?|compan(?:y|ies)|teams?|groups?|labs?|organi[sz]ations?|institutions?|"
+                        r"universit(?:y|ies)|reports?|hardware|strateg(?:y|ies)|class(?:es)?)\b|\bwho\b|"
+                        r"\bwhat is (?:it )?called\b|\bname of\b|\bwhere did\b.*\bcome from\b|"
+                        r"\boriginally\b", re.I)
 
 _HAS_NUMBER = re.compile(r"\d+(?:[.,]\d+)?\s*(?:%|x\b|×|MB|GB|KB|TB|MiB|GiB|bits?|bytes?|ms|s\b|seconds?|"
-                         r"minutes?|hours?|GPUs?|nodes?|billion|million|trillion|B\b|M\b)|\b\d+(?:\.\d+)?\b", re.I)
+                         r"minutes?|hours?|GPUs?|nodes?|billion|million|trillion|B\b|M\b)|\b\d+(?:\.\d+)?\b|"
+                         r"\b[A-Za-z]+\d+[A-Za-z]*\b", re.I)  # digits inside a token: INT4, FP8, V100
 _HAS_FLAG = re.compile(r"(?:^|\s)--?[a-z][\w-]+|\b[a-z]+_[a-z_]+\b|\b[A-Z]{2,}_[A-Z_]+\b|`[^`]+`|\w+\.\w+\(|"
                        r"\b[a-z]+[A-Z]\w+\b")
 _HAS_YEAR = re.compile(r"\b(?:19|20)\d\d\b")
@@ -83,7 +97,7 @@ _HAS_NAME = re.compile(r"\b[A-Z][a-z]*[A-Z]\w*\b|\b[A-Z][a-z]+(?:-[A-Z0-9][\w]*)
 def answer_kinds(question: str) -> tuple[re.Pattern[str], ...]:
     """Patterns of the kinds of answer the question asks for (a number, a flag, a year, a name)."""
     kinds = []
-    if _ASKS_NUMBER.search(question):
+    if _ASKS_NUMBER.search(question) or _ASKS_NUMBER_MORE.search(question):
         kinds.append(_HAS_NUMBER)
     if _ASKS_FLAG.search(question):
         kinds.append(_HAS_FLAG)
@@ -152,7 +166,7 @@ def choose(
     neighbour: Callable[[Candidate, int], Candidate | None] = lambda c, step: None,
     exclude_terms: set[str] = frozenset(),
     avoid: set[str] = frozenset(),
-    max_sentences: int = 4,
+    max_sentences: int = 5,
     redundancy: float = 0.85,
 ) -> Choice:
     """Pick the sentences of the answer. ``vectors[i]`` is the vector of ``cands[i]``.
@@ -203,6 +217,19 @@ def choose(
         words += n_words
 
     picked = [cands[i] for i in chosen]
+
+    def items_after(c: Candidate) -> list[Candidate]:
+        """The list items a sentence announces (a non-quotable line between two items is skipped)."""
+        got: list[Candidate] = []
+        for step in range(1, 7):
+            nxt = neighbour(c, step)
+            if nxt is None and got:
+                continue
+            if nxt is None or nxt.role != ITEM or nxt in picked:
+                break
+            got.append(nxt)
+        return got
+
     out: list[Candidate] = []
     for rank, c in enumerate(picked):
         block = [c]
@@ -211,19 +238,17 @@ def choose(
             if prev is not None and prev not in picked:
                 block.insert(0, prev)
         if leans_forward(c.text):
-            nxt, step = neighbour(c, 1), 1
-            while nxt is not None and nxt.role == ITEM and step <= 6 and nxt not in picked:
-                block.append(nxt)
-                step += 1
-                nxt = neighbour(c, step)
-        elif rank == 0 and FOLLOW and words < MAX_WORDS:
+            block += items_after(c)
+        elif rank == 0 and FOLLOW and words < FOLLOW_MAX_WORDS:
             # The best sentence often opens what the next one states ("MXNet is more than ...").
             nxt = neighbour(c, 1)
             if (nxt is not None and nxt not in picked and nxt.role in (PROSE, ITEM)
-                    and words + len(nxt.text.split()) <= MAX_WORDS
+                    and words + len(nxt.text.split()) <= FOLLOW_MAX_WORDS
                     and (FOLLOW_ALWAYS or leans_back(nxt.text) or set(tokenize(nxt.text)) & focus)):
                 block.append(nxt)
                 words += len(nxt.text.split())
+                if leans_forward(nxt.text):  # "... the most common reasons are:" brings its list
+                    block += items_after(nxt)
         for b in block:
             if b not in out:
                 out.append(b)
