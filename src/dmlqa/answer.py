@@ -250,6 +250,9 @@ class AskStream:
     deltas: Iterator[str]
     _result: Callable[[], Answer]
 
+    def __iter__(self) -> Iterator[str]:
+        return iter(self.deltas)
+
     @property
     def result(self) -> Answer:
         for _ in self.deltas:  # drain whatever the caller did not read
