@@ -15,7 +15,7 @@ import re
 import time
 import unicodedata
 from collections.abc import Callable, Iterator, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
 import numpy as np
 
@@ -79,12 +79,8 @@ def retrieve(searcher: Searcher, question: str, options: AskOptions) -> list[Hit
         chosen.append(h)
         if len(chosen) == options.passages:
             break
-    return [
-        Hit(rank=i + 1, score=h.score, doc_id=h.doc_id, url=h.url, title=h.title, page=h.page, section=h.section,
-            text=h.text, chunk_id=h.chunk_id, kind=h.kind, venue=h.venue, year=h.year, is_card=h.is_card,
-            start=h.start, end=h.end)
-        for i, h in enumerate(chosen)
-    ]
+    # Ranks renumbered after the diversity cut; every other field (offsets included) as searched.
+    return [replace(h, rank=i + 1) for i, h in enumerate(chosen)]
 
 
 # -- extractive answering -------------------------------------------------------------------------------
