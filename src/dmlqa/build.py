@@ -376,6 +376,7 @@ class Staged:
     vectors: np.ndarray
     encoder_key: str
     fetch_stats: dict[str, int] = field(default_factory=dict)
+    encoder: Any = None  # the loaded encoder, when the executor has one in this process (not loaded twice)
 
 
 def _local_stages(
@@ -442,11 +443,11 @@ def _local_stages(
     report.embedded = result.embedded
     report.reused_embeddings = result.reused
     vectors = result.vectors if len(texts) else np.zeros((0, encoder.dim), dtype=np.float32)
-    return Staged(docs, chunks, vectors, encoder.key, stats)
+    return Staged(docs, chunks, vectors, encoder.key, stats, encoder=encoder)
 
 
 def sentence_stage(
-    settings: Settings, docs: Sequence[Document], report: BuildReport, progress: Progress
+    settings: Settings, docs: Sequence[Document], report: BuildReport, progress: Progress, *, encoder: Any = None
 ) -> tuple[list[tuple[int, Sentence]], np.ndarray]:
     """The quotable sentences of every document (as (ordinal, sentence)) and their vectors.
 
@@ -459,7 +460,7 @@ def sentence_stage(
 
     kept = [(o, s) for d in docs for o, s in enumerate(split_document(d)) if s.quotable]
     report.sentences = len(kept)
-    encoder = load_encoder(settings.model, settings.encoder, settings.encoders_dir)
+    encoder = encoder or load_encoder(settings.model, settings.encoder, settings.encoders_dir)
     if not kept:
         return [], np.zeros((0, encoder.dim), dtype=np.float32)
     cache = EmbeddingCache(settings.index_dir / "cache" / "embeddings.sqlite")
@@ -523,7 +524,7 @@ def run_build(
             raise DmlqaError(f"unknown executor {options.executor!r}: choose local or ray")
         docs, chunks, vectors = staged.documents, staged.chunks, staged.vectors
         with _timed(report, "sentences"):
-            sentences, sentence_vectors = sentence_stage(settings, docs, report, progress)
+            sentences, sentence_vectors = sentence_stage(settings, docs, report, progress, encoder=staged.encoder)
         report.changes = diff_documents(previous, new_documents(docs, chunks))
 
         with _timed(report, "index"):

@@ -440,7 +440,7 @@ def run_stages(
                 vectors[i] = known[h]
         report.embedded = len(pending)
         report.reused_embeddings = len(texts) - len(pending)
-        return Staged(docs, chunks, vectors, encoder.key, stats)
+        return Staged(docs, chunks, vectors, encoder.key, stats, encoder=encoder)
     finally:
         if started:
             ray.shutdown()
