@@ -178,9 +178,15 @@ _SUPERSCRIPT = re.compile(r"(?<=[A-Za-z\)])[\u00b9\u00b2\u00b3\u2070-\u2079]+")
 _LEADING_HEADING = _HEADING_LEAD
 
 
+#: A browser's print stamp glued into PDF text ("11/23/26, 3:16 AM"), with the page counter after it.
+_STAMP = re.compile(r"\b\d{1,2}/\d{1,2}/\d{2,4},?\s+\d{1,2}:\d{2}\s*(?:AM|PM)?\b(?:\s+\d{1,3}/\d{1,3}\b)?", re.I)
+
+
 def for_answer(text: str) -> str:
-    """A sentence as an answer quotes it: the source's reference markers and a glued heading removed."""
-    t = _REF_MARK.sub("", text)
+    """A sentence as an answer quotes it: the source's reference markers, print stamps and a glued
+    heading removed."""
+    t = _STAMP.sub("", text)
+    t = _REF_MARK.sub("", t)
     t = _SUPERSCRIPT.sub("", t)
     m = _LEADING_HEADING.match(t)
     if m:
