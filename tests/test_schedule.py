@@ -281,3 +281,24 @@ def test_sigterm_stops_the_scheduler_and_marks_it_stopped(tmp_path: Path) -> Non
     assert proc.returncode == 0 and "stopped by SIGTERM" in err
     plan = read_schedule(settings.index_dir)
     assert plan is not None and plan["running"] is False and plan["next_run"] is None and plan["runs"] == 0
+
+
+def test_schedule_command_honours_the_executor_setting(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """`executor = "ray"` in dmlqa.toml reaches scheduled builds too (it was read by build only)."""
+    from typer.testing import CliRunner
+
+    import dmlqa.schedule as schedule_mod
+    from dmlqa.cli import app as cli_app
+
+    seen = {}
+
+    def fake_run_scheduler(settings, plan, options, **kw):  # noqa: ANN001, ANN003, ANN202
+        seen["executor"] = options.executor
+
+    monkeypatch.setattr(schedule_mod, "run_scheduler", fake_run_scheduler)
+    home = tmp_path / "kb"
+    assert CliRunner().invoke(cli_app, ["--home", str(home), "init"]).exit_code == 0
+    (home / "dmlqa.toml").write_text('executor = "ray"\n', encoding="utf-8")
+    result = CliRunner().invoke(cli_app, ["--home", str(home), "schedule", "--every", "24h", "--max-runs", "1"])
+    assert result.exit_code == 0, result.output
+    assert seen == {"executor": "ray"}

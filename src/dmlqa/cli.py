@@ -698,7 +698,8 @@ def schedule(
     for a in archive or []:
         if not a.is_file():
             _fail(f"archive not found: {a}")
-    options = BuildOptions(archives=tuple(archive or ()), offline=offline, refresh_lists=refresh_lists)
+    options = BuildOptions(archives=tuple(archive or ()), offline=offline, refresh_lists=refresh_lists,
+                           executor=settings.executor)
 
     def on_signal(signum: int, frame: object) -> None:
         # Stop at once, even mid-build: a build is crash-safe, and the history records it interrupted.
