@@ -17,6 +17,7 @@ import unicodedata
 from collections.abc import Sequence
 from typing import Protocol
 
+from dmlqa.models import is_et_al
 from dmlqa.urls import arxiv_id, doi
 
 
@@ -155,17 +156,13 @@ def _fold(text: str) -> str:
     return re.sub(r"[^a-z0-9]", "", decomposed.encode("ascii", "ignore").decode("ascii").lower())
 
 
-def _is_et_al(name: str) -> bool:
-    return re.fullmatch(r"(?:and\s+)?(?:et\.?\s*al\.?|others)", name.strip(), re.IGNORECASE) is not None
-
-
 def _author_list(authors: Sequence[str]) -> tuple[list[str], bool]:
     """(names, and-others): "A B et al." and a trailing "et al." become BibTeX's ``and others``."""
     names: list[str] = []
     others = False
     for raw in authors:
         name = " ".join(raw.split())
-        if _is_et_al(name):
+        if is_et_al(name):
             others = True
             continue
         m = re.search(r",?\s+et\.?\s*al\.?$", name, re.IGNORECASE)

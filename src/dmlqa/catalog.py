@@ -25,7 +25,7 @@ from typing import Any
 
 from dmlqa.errors import CatalogError
 from dmlqa.fsutil import atomic_write_text
-from dmlqa.models import Resource
+from dmlqa.models import ET_AL, Resource
 from dmlqa.urls import (
     address,
     arxiv_id,
@@ -152,7 +152,7 @@ def _split_names(who: str) -> tuple[str, ...] | None:
     names = tuple(p for p in parts if p)
     if not names or not all(_NAME.match(n) and re.search(r"[A-Z][a-z]", n) for n in names):
         return None
-    return (*names, "et al.") if et_al else names
+    return (*names, ET_AL) if et_al else names
 
 
 @dataclass(frozen=True)

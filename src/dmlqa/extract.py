@@ -41,7 +41,7 @@ from pypdf import PasswordType, PdfReader
 from pypdf.errors import DependencyError
 
 from dmlqa.errors import ExtractError
-from dmlqa.models import BLOCK_SEPARATOR, Block, Document, Resource
+from dmlqa.models import BLOCK_SEPARATOR, Block, Document, Resource, is_et_al
 from dmlqa.urls import arxiv_year
 
 log = logging.getLogger(__name__)
@@ -1054,7 +1054,7 @@ def merge_authors(catalog: Sequence[str], extracted: Sequence[str]) -> tuple[str
     authors in a list that starts with the catalog's first author or contains all of the catalog's
     (lists often write only "A et al."). The one place this rule lives."""
     catalog, extracted = tuple(catalog), tuple(extracted)
-    named = [a for a in catalog if _ET_AL.sub("", a).strip()]
+    named = [a for a in catalog if not is_et_al(a)]
     if not extracted:
         return catalog
     if not named:
@@ -1125,7 +1125,7 @@ def _is_url_title(title: str, url: str) -> bool:
 
 
 def _authors_phrase(authors: tuple[str, ...]) -> str:
-    names = [a for a in authors if _ET_AL.sub("", a).strip()]  # a list's "et al." is a marker, not a name
+    names = [a for a in authors if not is_et_al(a)]  # a list's "et al." is a marker, not a name
     if len(names) == 1 and len(names) == len(authors):
         return names[0]
     if len(names) == 2 and len(names) == len(authors):

@@ -8,11 +8,21 @@ Records are frozen so that a stage cannot quietly edit what an earlier stage pro
 
 from __future__ import annotations
 
+import re
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
 #: The resource kinds a catalog entry may have.
 KINDS = ("paper", "repo", "docs", "article", "video", "slides")
+
+#: The last element of an author list whose source wrote "A, B et al.": the names are not all of them.
+ET_AL = "et al."
+_ET_AL_MARKER = re.compile(r",?\s*(?:and\s+)?(?:et\.?\s*al\.?|others)", re.IGNORECASE)
+
+
+def is_et_al(name: str) -> bool:
+    """Is this author-list element the "et al." marker (or "and others") rather than a name?"""
+    return _ET_AL_MARKER.fullmatch(name.strip()) is not None
 
 
 @dataclass(frozen=True)
