@@ -16,8 +16,8 @@ import logging  # noqa: E402
 import sys  # noqa: E402
 from pathlib import Path  # noqa: E402
 
+from dmlqa.app.ui import DEFAULT_HOST, DEFAULT_PORT, exposure_warning, launch, ui_password  # noqa: E402
 from dmlqa.settings import load_settings  # noqa: E402
-from dmlqa.ui import DEFAULT_HOST, DEFAULT_PORT, exposure_warning, launch, ui_password  # noqa: E402
 
 
 def main(argv: list[str] | None = None) -> None:

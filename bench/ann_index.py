@@ -20,8 +20,8 @@ from pathlib import Path
 
 import numpy as np
 
-from dmlqa.evaluate import percentile
-from dmlqa.index import build_faiss, open_current
+from dmlqa.index.versions import build_faiss, open_current
+from dmlqa.query.evaluate import percentile
 
 ROOT = Path(__file__).resolve().parents[1]
 

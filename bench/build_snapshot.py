@@ -50,13 +50,13 @@ def main() -> None:
     if args.home.exists():
         shutil.rmtree(args.home)
     env_home = args.home
-    subprocess.run([sys.executable, "-m", "dmlqa.cli", "--home", str(env_home), "init"], check=True,
+    subprocess.run([sys.executable, "-m", "dmlqa.app.cli", "--home", str(env_home), "init"], check=True,
                    capture_output=True)
     lists = sorted((args.shared / "seeds").glob("*")) + [args.shared / "websnap" / "extra-resources.md"]
-    subprocess.run([sys.executable, "-m", "dmlqa.cli", "--home", str(env_home), "catalog", "import",
+    subprocess.run([sys.executable, "-m", "dmlqa.app.cli", "--home", str(env_home), "catalog", "import",
                     *map(str, lists)], check=True, capture_output=True)
     # A fresh encoder cache would add the one-time ONNX export to the first build: do it first.
-    subprocess.run([sys.executable, "-c", "from dmlqa.settings import load_settings; from dmlqa.embed import "
+    subprocess.run([sys.executable, "-c", "from dmlqa.settings import load_settings; from dmlqa.index.embed import "
                     f"load_encoder; s=load_settings({str(env_home)!r}); load_encoder(s.model, {args.encoder!r}, "
                     "s.encoders_dir)"], check=True)
 

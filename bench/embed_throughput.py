@@ -15,8 +15,8 @@ import os
 import time
 from pathlib import Path
 
-from dmlqa.chunk import TokenCounter
-from dmlqa.embed import load_encoder, model_dir
+from dmlqa.index.chunk import TokenCounter
+from dmlqa.index.embed import load_encoder, model_dir
 from dmlqa.settings import BUNDLED_MODEL, load_settings
 
 ROOT = Path(__file__).resolve().parents[1]

@@ -22,8 +22,8 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT / "src"))
 
-from dmlqa.answer import Asker, AskOptions  # noqa: E402
-from dmlqa.evaluate import normalize_url  # noqa: E402
+from dmlqa.query.answer import Asker, AskOptions  # noqa: E402
+from dmlqa.query.evaluate import normalize_url  # noqa: E402
 from dmlqa.settings import load_settings  # noqa: E402
 
 

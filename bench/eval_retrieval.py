@@ -19,8 +19,8 @@ import sys
 import time
 from pathlib import Path
 
-from dmlqa.evaluate import first_relevant_rank, ndcg_at_k, percentile, retrieval_scores
-from dmlqa.search import Searcher, SearchOptions
+from dmlqa.query.evaluate import first_relevant_rank, ndcg_at_k, percentile, retrieval_scores
+from dmlqa.query.search import Searcher, SearchOptions
 from dmlqa.settings import load_settings
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -59,7 +59,7 @@ def scifact(args: argparse.Namespace) -> None:
         sys.exit(f"skipped: {data} not found")
     home = args.home
     if not (home / "index" / "CURRENT").exists() or args.rebuild:
-        dmlqa = [sys.executable, "-m", "dmlqa.cli", "--home", str(home)]
+        dmlqa = [sys.executable, "-m", "dmlqa.app.cli", "--home", str(home)]
         subprocess.run([*dmlqa, "init"], check=True, capture_output=True)
         subprocess.run([*dmlqa, "add", str(data / "corpus.jsonl")], check=True, capture_output=True)
         t0 = time.perf_counter()
@@ -81,7 +81,7 @@ def scifact(args: argparse.Namespace) -> None:
     for mode in MODES:
         t0 = time.perf_counter()
         proc = subprocess.run(
-            [sys.executable, "-m", "dmlqa.cli", "--home", str(home), "search", "--queries", str(qfile), "-k", "10",
+            [sys.executable, "-m", "dmlqa.app.cli", "--home", str(home), "search", "--queries", str(qfile), "-k", "10",
              "--per-doc", "--mode", mode], check=True, capture_output=True, text=True)
         wall = time.perf_counter() - t0
         scores = []

@@ -14,10 +14,10 @@ import json
 import time
 from pathlib import Path
 
-from dmlqa.answer import Asker, AskOptions
-from dmlqa.evaluate import percentile, read_questions, score_answers
-from dmlqa.related import related
-from dmlqa.search import Searcher, SearchOptions
+from dmlqa.query.answer import Asker, AskOptions
+from dmlqa.query.evaluate import percentile, read_questions, score_answers
+from dmlqa.query.related import related
+from dmlqa.query.search import Searcher, SearchOptions
 from dmlqa.settings import load_settings
 
 ROOT = Path(__file__).resolve().parents[1]

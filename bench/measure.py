@@ -7,7 +7,7 @@ import os
 import resource
 import sys
 
-from dmlqa.cli import app
+from dmlqa.app.cli import app
 
 code = 0
 try:

@@ -3,7 +3,7 @@
     .venv/bin/python bench/ray_scaling.py --passages 256 --n 200000
 
 1. Embedding throughput on the same passages (~200 tokens each, the build's chunk size): the local
-   path (:func:`dmlqa.embed.embed_texts`) and the Ray path (:func:`dmlqa.executor_ray.embed_on_ray`,
+   path (:func:`dmlqa.index.embed.embed_texts`) and the Ray path (:func:`dmlqa.pipeline.ray_executor.embed_on_ray`,
    an actor pool on a local ``ray.init(num_cpus=2)``), with 1 and 2 actors. Ray's time includes
    starting the actors and loading the model in each (what a build pays).
 2. Synthetic scaling: ``--n`` generated 384-dim vectors with the cluster structure of text
@@ -41,8 +41,8 @@ def passages(n: int, words: int = 150, seed: int = 0) -> list[str]:
 
 
 def embedding_throughput(n: int) -> dict:
-    from dmlqa import executor_ray
-    from dmlqa.embed import embed_texts, load_encoder
+    from dmlqa.index.embed import embed_texts, load_encoder
+    from dmlqa.pipeline import ray_executor as executor_ray
     from dmlqa.settings import Settings
 
     cache_dir = Path(os.environ.get("DMLQA_ENCODER_CACHE", Path.home() / ".cache" / "dmlqa" / "encoders"))
@@ -105,9 +105,9 @@ def _recall(found: np.ndarray, truth: np.ndarray) -> float:
 def scaling(n: int, n_queries: int) -> dict:
     import faiss
 
-    from dmlqa import ann
-    from dmlqa.evaluate import percentile
-    from dmlqa.index import build_faiss
+    from dmlqa.index import ann
+    from dmlqa.index.versions import build_faiss
+    from dmlqa.query.evaluate import percentile
 
     data = vectors(n + n_queries, seed=n)
     base, queries = data[:n], data[n:]

@@ -28,7 +28,7 @@ from pathlib import Path
 
 import httpx
 
-from dmlqa.evaluate import percentile
+from dmlqa.query.evaluate import percentile
 
 ROOT = Path(__file__).resolve().parents[1]
 

@@ -29,7 +29,7 @@ def _encoder_cache(tmp_path_factory: pytest.TempPathFactory) -> None:
 
 @pytest.fixture(scope="session")
 def encoder():  # noqa: ANN201
-    from dmlqa.embed import load_encoder
+    from dmlqa.index.embed import load_encoder
     from dmlqa.settings import BUNDLED_MODEL
 
     return load_encoder(BUNDLED_MODEL, "onnx-int8", Path(os.environ["DMLQA_ENCODER_CACHE"]))

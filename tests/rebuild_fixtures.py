@@ -15,11 +15,11 @@ from pathlib import Path
 from fixtures_docs import prose
 from typer.testing import CliRunner
 
-from dmlqa.archive import ArchiveWriter
-from dmlqa.catalog import write_catalog
-from dmlqa.cli import app
-from dmlqa.home import init_home
+from dmlqa.acquire.archive import ArchiveWriter
+from dmlqa.app.cli import app
+from dmlqa.catalog.store import write_catalog
 from dmlqa.models import Resource
+from dmlqa.pipeline.home import init_home
 from dmlqa.settings import Settings, load_settings
 
 runner = CliRunner()

@@ -1,4 +1,4 @@
-"""Index types by size (dmlqa.ann): the choice, and an IVF-PQ version written, reopened and searched."""
+"""Index types by size (dmlqa.index.ann): the choice, and an IVF-PQ version written, reopened and searched."""
 
 from __future__ import annotations
 
@@ -6,8 +6,8 @@ from pathlib import Path
 
 import numpy as np
 
-from dmlqa import ann
-from dmlqa.index import IndexVersion, choose_index_type, write_version
+from dmlqa.index import ann
+from dmlqa.index.versions import IndexVersion, choose_index_type, write_version
 from dmlqa.models import Block, Chunk, Document
 
 

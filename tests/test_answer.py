@@ -10,10 +10,10 @@ from fake_openai import FakeOpenAI, Reply
 from test_index_search import build_index
 from typer.testing import CliRunner
 
-from dmlqa.answer import Asker, AskOptions, clean_question, sentences_of
-from dmlqa.cli import app
-from dmlqa.llm import LLMBackend, LLMConfig
-from dmlqa.search import Filters, Searcher
+from dmlqa.app.cli import app
+from dmlqa.query.answer import Asker, AskOptions, clean_question, sentences_of
+from dmlqa.query.llm import LLMBackend, LLMConfig
+from dmlqa.query.search import Filters, Searcher
 from dmlqa.settings import load_settings
 
 runner = CliRunner()
@@ -176,7 +176,7 @@ def test_questions_are_not_written_to_the_vector_store(tmp_path: Path, encoder) 
     """On a version without stored sentence vectors the answerer embeds and stores sentences, never questions."""
     import sqlite3
 
-    from dmlqa.embed import text_sha256
+    from dmlqa.index.embed import text_sha256
 
     home = tmp_path
     build_index(home, encoder, sentences=False)
@@ -188,7 +188,7 @@ def test_questions_are_not_written_to_the_vector_store(tmp_path: Path, encoder) 
 
 
 def test_follow_up_questions_are_recognised() -> None:
-    from dmlqa.answer import is_follow_up
+    from dmlqa.query.answer import is_follow_up
 
     for q in ("what about stage 3?", "And for inference?", "How about ZeRO-Offload?", "why?",
               "What does it do with gradients?"):

@@ -11,12 +11,12 @@ from pathlib import Path
 
 import pytest
 
-from dmlqa.archive import ArchiveError, ArchiveReplay, ArchiveWriter, Manifest
-from dmlqa.fetch import Fetcher
+from dmlqa.acquire.archive import ArchiveError, ArchiveReplay, ArchiveWriter, Manifest
+from dmlqa.acquire.fetch import Fetcher
+from dmlqa.acquire.resolve import fetch_resource
+from dmlqa.catalog.urls import spelling_key
 from dmlqa.models import FetchResult
-from dmlqa.resolve import fetch_resource
 from dmlqa.settings import FetchConfig
-from dmlqa.urls import spelling_key
 
 SNAPSHOT_DIR = Path(__file__).resolve().parents[2] / "shared" / "websnap"
 SNAPSHOT = SNAPSHOT_DIR / "snapshot.warc.gz"

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import pytest
 
-from dmlqa.bibtex import base_key, citation_keys, latex_accents, to_bibtex, venue_kind
-from dmlqa.related import Related
+from dmlqa.query.bibtex import base_key, citation_keys, latex_accents, to_bibtex, venue_kind
+from dmlqa.query.related import Related
 
 bibtexparser = pytest.importorskip("bibtexparser", minversion="2.0.0b1")
 from bibtexparser import middlewares  # noqa: E402
@@ -235,7 +235,7 @@ def test_any_text_gives_bibtex_that_parses(title: str, authors: list[str], venue
 
 def test_a_lists_et_al_reaches_bibtex_as_and_others() -> None:
     """"by Tal Ben-Nun et al., ACM Computing Surveys 2020" in a list: BibTeX must not claim one author."""
-    from dmlqa.catalog import parse_list
+    from dmlqa.catalog.store import parse_list
 
     res = parse_list("# L\n- [Demystifying Parallel and Distributed Deep Learning](https://arxiv.org/abs/1802.09941)"
                      " by Tal Ben-Nun et al., ACM Computing Surveys 2020\n", "l").resources[0]

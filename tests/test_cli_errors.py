@@ -189,7 +189,7 @@ def test_damaged_index_version_is_named(home_copy: Path, part: str, damage: byte
 
 
 def test_encoder_mismatch_is_one_line(home_copy: Path) -> None:
-    from dmlqa.embed import EncoderError
+    from dmlqa.index.embed import EncoderError
 
     assert issubclass(EncoderError, DmlqaError)
     name = (home_copy / "index" / "CURRENT").read_text().strip()
@@ -264,8 +264,8 @@ def test_disk_full_while_writing_the_index(home_copy: Path, tmp_path: Path, monk
     """ENOSPC injected into the index writer (in process): one line, nothing published, nothing left."""
     from typer.testing import CliRunner
 
-    from dmlqa import lexical
-    from dmlqa.cli import app
+    from dmlqa.app.cli import app
+    from dmlqa.index import lexical
 
     (home_copy / "corpus" / "local" / "more.md").write_text("# More\n\nTensor parallelism splits matrices.\n")
     before = published(home_copy)

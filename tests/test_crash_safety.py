@@ -1,6 +1,6 @@
 """Crash safety and one writer at a time, with real processes and real signals.
 
-A build is run as ``python -m dmlqa.cli ... build`` in a subprocess and killed with SIGKILL (no
+A build is run as ``python -m dmlqa.app.cli ... build`` in a subprocess and killed with SIGKILL (no
 handler runs, no ``finally``): the published version must stay intact and searchable, the next
 build must clean the debris up and succeed, and the run history must say the killed run was
 interrupted. Two builds started together must not both run.
@@ -26,19 +26,19 @@ import pytest
 from httpserver import LocalServer, Reply, SeenRequest
 from rebuild_fixtures import build_json, cli, make_home, page_markdown, resource, set_catalog, url_of, write_archive
 
-from dmlqa.catalog import write_catalog
-from dmlqa.index import BUILDING_PREFIX, VERSIONS, current_version, open_current
+from dmlqa.catalog.store import write_catalog
+from dmlqa.index.versions import BUILDING_PREFIX, VERSIONS, current_version, open_current
 from dmlqa.models import Resource
-from dmlqa.runs import IN_PROGRESS_FILE, read_runs
-from dmlqa.search import Searcher, SearchOptions
+from dmlqa.pipeline.runs import IN_PROGRESS_FILE, read_runs
+from dmlqa.query.search import Searcher, SearchOptions
 
 KEYS = ["zero", "gpipe", "horovod"]
 
 #: The CLI, with the fsync of a finished version folder delayed: the folder exists, half-published.
 SLOW_PUBLISH = """
 import sys, time
-import dmlqa.index as index
-from dmlqa.cli import main
+import dmlqa.index.versions as index
+from dmlqa.app.cli import main
 slow = index._fsync_tree
 def paused(path):
     time.sleep(120)
@@ -67,7 +67,7 @@ def building_dirs(index_dir: Path) -> list[Path]:
 
 
 def spawn(args: list[str], *, code: str | None = None) -> subprocess.Popen:
-    cmd = [sys.executable, "-c", code, *args] if code else [sys.executable, "-m", "dmlqa.cli", *args]
+    cmd = [sys.executable, "-c", code, *args] if code else [sys.executable, "-m", "dmlqa.app.cli", *args]
     return subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
 
 
@@ -171,7 +171,7 @@ def test_two_concurrent_builds_exactly_one_runs(tmp_path: Path, server: LocalSer
     first = spawn(args)
     try:
         wait_for(lambda: server.hits("/megatron.md") > 0, first, "the first build held the lock and fetched")
-        second = subprocess.run([sys.executable, "-m", "dmlqa.cli", *args], capture_output=True, text=True,
+        second = subprocess.run([sys.executable, "-m", "dmlqa.app.cli", *args], capture_output=True, text=True,
                                 timeout=120)
         assert second.returncode == 1 and not second.stdout
         assert "another dmlqa build is running" in second.stderr and f"PID {first.pid}" in second.stderr

@@ -14,7 +14,7 @@ from pathlib import Path
 import pytest
 from typer.testing import CliRunner
 
-from dmlqa.cli import app
+from dmlqa.app.cli import app
 
 pytestmark = pytest.mark.snapshot
 runner = CliRunner()

@@ -5,7 +5,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from dmlqa.embed import EmbeddingCache, EncoderError, embed_texts, load_encoder, text_sha256
+from dmlqa.index.embed import EmbeddingCache, EncoderError, embed_texts, load_encoder, text_sha256
 from dmlqa.settings import BUNDLED_MODEL
 
 TEXTS = [
@@ -65,7 +65,7 @@ def test_bad_configuration_is_explained(tmp_path: Path) -> None:
 
 
 def test_cached_encoder_persists_vectors_across_restarts(tmp_path: Path, encoder) -> None:  # noqa: ANN001
-    from dmlqa.embed import CachedEncoder
+    from dmlqa.index.embed import CachedEncoder
 
     class Counting:
         key, dim, max_tokens = encoder.key, encoder.dim, encoder.max_tokens

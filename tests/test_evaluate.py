@@ -1,6 +1,6 @@
 import math
 
-from dmlqa.evaluate import first_relevant_rank, ndcg_at_k, normalize_url, percentile, retrieval_scores
+from dmlqa.query.evaluate import first_relevant_rank, ndcg_at_k, normalize_url, percentile, retrieval_scores
 
 
 def test_normalize_url_forms() -> None:
@@ -32,8 +32,8 @@ def test_percentile() -> None:
 
 
 def test_answer_checks_for_llm_and_extractive_scores() -> None:
-    from dmlqa.evaluate import EvalQuestion, answer_words, dangling_markers, score_answers
     from dmlqa.models import Answer, Citation
+    from dmlqa.query.evaluate import EvalQuestion, answer_words, dangling_markers, score_answers
 
     cite = Citation(n=1, url="https://a.org/x", title="X", page=None, quote="q")
     good = Answer(question="q", answer="ZeRO shards optimizer states [1].", citations=(cite,), backend="llm:m",

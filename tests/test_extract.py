@@ -19,7 +19,7 @@ from fixtures_docs import (
 )
 
 from dmlqa.errors import ExtractError
-from dmlqa.extract import (
+from dmlqa.extract.documents import (
     Extracted,
     catalog_card,
     clean_text,

@@ -18,9 +18,9 @@ from httpserver import LocalServer, Reply
 from pypdf import PdfReader, PdfWriter
 from typer.testing import CliRunner
 
-from dmlqa.catalog import write_catalog
-from dmlqa.cli import app
-from dmlqa.extract import (
+from dmlqa.app.cli import app
+from dmlqa.catalog.store import write_catalog
+from dmlqa.extract.documents import (
     Extracted,
     clean_author,
     extract_bytes,
@@ -30,9 +30,9 @@ from dmlqa.extract import (
     to_document,
     valid_year,
 )
-from dmlqa.index import open_current
+from dmlqa.index.versions import open_current
 from dmlqa.models import Block, Resource
-from dmlqa.search import Filters, allowed_docs, undated_excluded
+from dmlqa.query.search import Filters, allowed_docs, undated_excluded
 from dmlqa.settings import load_settings
 
 runner = CliRunner()

@@ -20,10 +20,10 @@ import pytest
 from httpserver import LocalServer, Reply
 from warcio.archiveiterator import ArchiveIterator
 
-from dmlqa import fetch as fetch_module
-from dmlqa.archive import ArchiveReplay, ArchiveWriter, Manifest
+from dmlqa.acquire import fetch as fetch_module
+from dmlqa.acquire.archive import ArchiveReplay, ArchiveWriter, Manifest
+from dmlqa.acquire.fetch import Fetcher, format_size, parse_retry_after, sniff_content_type
 from dmlqa.errors import FetchError
-from dmlqa.fetch import Fetcher, format_size, parse_retry_after, sniff_content_type
 from dmlqa.models import FetchResult
 from dmlqa.settings import FetchConfig
 

@@ -13,9 +13,9 @@ from pathlib import Path
 
 from rebuild_fixtures import build_json, make_home, page_markdown, set_catalog, write_archive
 
-from dmlqa.index import VERSIONS, current_version, dense_text
-from dmlqa.runs import read_runs
-from dmlqa.search import Searcher, SearchOptions
+from dmlqa.index.versions import VERSIONS, current_version, dense_text
+from dmlqa.pipeline.runs import read_runs
+from dmlqa.query.search import Searcher, SearchOptions
 
 
 def version_contents(index_dir: Path, name: str) -> tuple[dict[str, tuple], dict[str, list[str]]]:

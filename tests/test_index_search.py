@@ -10,9 +10,9 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from dmlqa.embed import embed_texts
 from dmlqa.errors import IndexMissingError
-from dmlqa.index import (
+from dmlqa.index.embed import embed_texts
+from dmlqa.index.versions import (
     BUILDING_PREFIX,
     choose_index_type,
     current_version,
@@ -24,7 +24,7 @@ from dmlqa.index import (
     write_version,
 )
 from dmlqa.models import Block, Chunk, Document
-from dmlqa.search import Filters, Searcher, SearchOptions, rrf
+from dmlqa.query.search import Filters, Searcher, SearchOptions, rrf
 from dmlqa.settings import load_settings
 
 CORPUS = {
@@ -76,7 +76,7 @@ def make_docs_and_chunks(extra: str = "") -> tuple[list[Document], list[Chunk]]:
 def build_index(home: Path, encoder, extra: str = "", *, sentences: bool = True) -> str:  # noqa: ANN001
     """A published version of the fixture documents, with their quotable sentences and vectors as a
     build stores them (``sentences=False``: a version from before sentences were stored)."""
-    from dmlqa.sentences import split_document
+    from dmlqa.extract.sentences import split_document
 
     docs, chunks = make_docs_and_chunks(extra)
     vecs = embed_texts([dense_text(c.title, c.section, c.text) for c in chunks], encoder).vectors

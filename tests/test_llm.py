@@ -12,9 +12,10 @@ from pathlib import Path
 import pytest
 from fake_openai import FakeOpenAI, Reply
 
-from dmlqa.citations import REFUSAL_PREFIX, check_citations
 from dmlqa.errors import DmlqaError
-from dmlqa.llm import (
+from dmlqa.models import Hit
+from dmlqa.query.citations import REFUSAL_PREFIX, check_citations
+from dmlqa.query.llm import (
     MAX_QUESTION_CHARS,
     SYSTEM_PROMPT,
     LLMBackend,
@@ -23,7 +24,6 @@ from dmlqa.llm import (
     build_messages,
     normalise_base_url,
 )
-from dmlqa.models import Hit
 from dmlqa.settings import Settings, load_settings
 
 RING = "Ring all-reduce sends 2(N-1) messages per worker, so its bandwidth cost is independent of the worker count."

@@ -19,9 +19,9 @@ from fake_openai import FakeOpenAI, Reply
 from test_index_search import build_index
 from typer.testing import CliRunner
 
-from dmlqa.citations import REFUSAL_PREFIX, check_citations
-from dmlqa.llm import LLMBackend, LLMConfig, LLMError, ReasoningFilter
 from dmlqa.models import Hit
+from dmlqa.query.citations import REFUSAL_PREFIX, check_citations
+from dmlqa.query.llm import LLMBackend, LLMConfig, LLMError, ReasoningFilter
 
 RING = "Ring all-reduce arranges the workers in a logical ring, so its bandwidth cost is independent of the workers."
 ZERO = "ZeRO partitions the optimizer states, gradients and parameters across the data-parallel ranks."
@@ -259,8 +259,8 @@ def home(tmp_path_factory: pytest.TempPathFactory, encoder) -> Path:  # noqa: AN
 
 
 def test_asker_streams_no_reasoning_and_keeps_only_its_citations(home: Path) -> None:
-    from dmlqa.answer import Asker
-    from dmlqa.search import Searcher
+    from dmlqa.query.answer import Asker
+    from dmlqa.query.search import Searcher
     from dmlqa.settings import load_settings
 
     with FakeOpenAI(models=["fake-model"], responder=responder) as server:
@@ -333,6 +333,6 @@ def test_cli_eval_llm_needs_a_working_endpoint(home: Path, tmp_path: Path) -> No
 
 
 def app():  # noqa: ANN201 - imported late: the CLI module is heavy
-    from dmlqa.cli import app as cli_app
+    from dmlqa.app.cli import app as cli_app
 
     return cli_app

@@ -14,10 +14,10 @@ from pathlib import Path
 import pytest
 from rebuild_fixtures import build_json, cli, make_home, page_markdown, write_archive
 
+from dmlqa.catalog.local import parse_record
 from dmlqa.errors import ExtractError
-from dmlqa.extract import extract_file
-from dmlqa.localdocs import parse_record
-from dmlqa.runs import published_documents
+from dmlqa.extract.documents import extract_file
+from dmlqa.pipeline.runs import published_documents
 from dmlqa.settings import load_settings
 
 GOOD_A = {"id": "good-a", "title": "Sequence parallelism", "text": "Sequence parallelism splits activations.",

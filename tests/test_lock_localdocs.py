@@ -8,10 +8,10 @@ from pathlib import Path
 
 import pytest
 
+from dmlqa.catalog.local import add_paths, jsonl_documents, local_files
 from dmlqa.errors import BuildLockedError
-from dmlqa.localdocs import add_paths, jsonl_documents, local_files
-from dmlqa.lock import WriterLock
 from dmlqa.models import Document, Failure
+from dmlqa.pipeline.lock import WriterLock
 
 
 def test_second_writer_is_refused_with_the_holder_named(tmp_path: Path) -> None:
@@ -19,7 +19,7 @@ def test_second_writer_is_refused_with_the_holder_named(tmp_path: Path) -> None:
         [sys.executable, "-c", textwrap.dedent(f"""
             import sys, time
             from pathlib import Path
-            from dmlqa.lock import WriterLock
+            from dmlqa.pipeline.lock import WriterLock
             with WriterLock(Path({str(tmp_path)!r}), "build"):
                 print("locked", flush=True)
                 time.sleep(30)

@@ -7,10 +7,11 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from dmlqa.embed import embed_texts
-from dmlqa.index import dense_text, publish, write_version
+from dmlqa.catalog.urls import canonicalize, resource_id
+from dmlqa.index.embed import embed_texts
+from dmlqa.index.versions import dense_text, publish, write_version
 from dmlqa.models import Block, Chunk, Document
-from dmlqa.related import (
+from dmlqa.query.related import (
     Related,
     RelatedResult,
     doc_vectors,
@@ -19,9 +20,8 @@ from dmlqa.related import (
     related,
     resolve_target,
 )
-from dmlqa.search import Searcher
+from dmlqa.query.search import Searcher
 from dmlqa.settings import load_settings
-from dmlqa.urls import canonicalize, resource_id
 
 PIPE, MEM, HVD = "Pipeline Parallelism", "Memory Efficient Training", "Horovod documentation"
 ELASTIC_URL = canonicalize("https://horovod.readthedocs.io/en/stable/elastic_include.html")
@@ -308,7 +308,7 @@ def test_reference_lists_are_not_reasons() -> None:
 
 def test_bibtex_of_real_results_parses(searcher: Searcher) -> None:
     bibtexparser = pytest.importorskip("bibtexparser", minversion="2.0.0b1")
-    from dmlqa.bibtex import to_bibtex
+    from dmlqa.query.bibtex import to_bibtex
 
     res = related(searcher, "1910.02054")
     lib = bibtexparser.parse_string(to_bibtex(res.items))

@@ -15,8 +15,8 @@ import numpy as np
 import pytest
 from test_index_search import build_index
 
-from dmlqa.embed import EncoderError, model_dir
-from dmlqa.search import Searcher, SearchOptions
+from dmlqa.index.embed import EncoderError, model_dir
+from dmlqa.query.search import Searcher, SearchOptions
 from dmlqa.settings import BUNDLED_MODEL, load_settings
 
 

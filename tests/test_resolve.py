@@ -11,12 +11,12 @@ import httpx
 import pytest
 from httpserver import LocalServer, Reply
 
-from dmlqa.archive import ArchiveReplay, ArchiveWriter, Manifest
+from dmlqa.acquire.archive import ArchiveReplay, ArchiveWriter, Manifest
+from dmlqa.acquire.fetch import Fetcher
+from dmlqa.acquire.resolve import Resolved, candidate_urls, citation_pdf_url, fetch_resource
+from dmlqa.catalog.urls import arxiv_id
 from dmlqa.errors import FetchError
-from dmlqa.fetch import Fetcher
-from dmlqa.resolve import Resolved, candidate_urls, citation_pdf_url, fetch_resource
 from dmlqa.settings import FetchConfig
-from dmlqa.urls import arxiv_id
 
 PDF = b"%PDF-1.5\n1 0 obj\n<<>>\nendobj\n%%EOF\n"
 

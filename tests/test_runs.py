@@ -10,10 +10,10 @@ from pathlib import Path
 import pytest
 from rebuild_fixtures import cli, make_home
 
-import dmlqa.runs as runs_mod
-from dmlqa.build import BuildReport
+import dmlqa.pipeline.runs as runs_mod
 from dmlqa.errors import CatalogError
-from dmlqa.runs import (
+from dmlqa.pipeline.build import BuildReport
+from dmlqa.pipeline.runs import (
     IN_PROGRESS_FILE,
     RUNS_FILE,
     Changes,

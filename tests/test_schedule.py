@@ -17,15 +17,15 @@ import pytest
 from httpserver import LocalServer, Reply
 from rebuild_fixtures import build_json, cli, make_home, page_markdown, url_of, write_archive
 
-from dmlqa.build import BuildOptions, run_build
-from dmlqa.catalog import import_lists, read_catalog
-from dmlqa.index import current_version
-from dmlqa.lock import WriterLock
+from dmlqa.catalog.store import import_lists, read_catalog
+from dmlqa.catalog.urls import resource_id
+from dmlqa.index.versions import current_version
 from dmlqa.models import Resource
-from dmlqa.refresh import replace_list_entries, upstream_urls
-from dmlqa.runs import read_runs, read_schedule
-from dmlqa.schedule import RunOutcome, Schedule, ScheduleError, SchedulerLock, parse_duration, run_scheduler
-from dmlqa.urls import resource_id
+from dmlqa.pipeline.build import BuildOptions, run_build
+from dmlqa.pipeline.lock import WriterLock
+from dmlqa.pipeline.refresh import replace_list_entries, upstream_urls
+from dmlqa.pipeline.runs import read_runs, read_schedule
+from dmlqa.pipeline.schedule import RunOutcome, Schedule, ScheduleError, SchedulerLock, parse_duration, run_scheduler
 
 KEYS = ["zero", "gpipe", "horovod"]
 
@@ -265,7 +265,7 @@ def test_replacing_a_lists_entries_spares_other_lists_and_hand_added_entries() -
 
 def test_sigterm_stops_the_scheduler_and_marks_it_stopped(tmp_path: Path) -> None:
     settings = make_home(tmp_path / "kb", [])
-    proc = subprocess.Popen([sys.executable, "-m", "dmlqa.cli", "--home", str(settings.home), "schedule",
+    proc = subprocess.Popen([sys.executable, "-m", "dmlqa.app.cli", "--home", str(settings.home), "schedule",
                              "--every", "1h"], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
     try:
         deadline = time.monotonic() + 60
@@ -287,8 +287,8 @@ def test_schedule_command_honours_the_executor_setting(tmp_path: Path, monkeypat
     """`executor = "ray"` in dmlqa.toml reaches scheduled builds too (it was read by build only)."""
     from typer.testing import CliRunner
 
-    import dmlqa.schedule as schedule_mod
-    from dmlqa.cli import app as cli_app
+    import dmlqa.pipeline.schedule as schedule_mod
+    from dmlqa.app.cli import app as cli_app
 
     seen = {}
 

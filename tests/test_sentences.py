@@ -4,9 +4,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from dmlqa.extractive import Candidate, answer_kinds, choose, compose
-from dmlqa.models import Block, Document, Hit
-from dmlqa.sentences import (
+from dmlqa.extract.sentences import (
     CAPTION,
     CODE,
     FURNITURE,
@@ -19,6 +17,8 @@ from dmlqa.sentences import (
     leans_back,
     split_document,
 )
+from dmlqa.models import Block, Document, Hit
+from dmlqa.query.extractive import Candidate, answer_kinds, choose, compose
 
 
 def doc(*blocks: str, content_type: str = "html", page: int | None = None) -> Document:
@@ -128,9 +128,9 @@ def test_fresh_build_answers_embedding_only_the_question(tmp_path) -> None:  # n
 
     from typer.testing import CliRunner
 
-    from dmlqa.answer import Asker, AskOptions
-    from dmlqa.cli import app
-    from dmlqa.search import Searcher
+    from dmlqa.app.cli import app
+    from dmlqa.query.answer import Asker, AskOptions
+    from dmlqa.query.search import Searcher
     from dmlqa.settings import load_settings
 
     runner = CliRunner()

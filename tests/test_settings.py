@@ -49,7 +49,7 @@ def test_openai_key_fallback_and_overrides(tmp_path: Path) -> None:
 
 
 def test_ui_password_from_toml_or_env(tmp_path: Path) -> None:
-    from dmlqa.ui import ui_password
+    from dmlqa.app.ui import ui_password
 
     assert ui_password(load_settings(tmp_path, env={}), {}) is None
     (tmp_path / "dmlqa.toml").write_text('ui_password = "s3cret"\n')

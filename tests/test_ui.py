@@ -11,14 +11,7 @@ import pytest
 from fake_openai import FakeOpenAI, Reply
 from test_index_search import build_index
 
-from dmlqa.answer import Asker
-from dmlqa.errors import IndexMissingError
-from dmlqa.index import DocRecord
-from dmlqa.llm import LLMBackend, LLMConfig
-from dmlqa.models import Answer, Citation
-from dmlqa.search import Filters, Searcher
-from dmlqa.settings import load_settings
-from dmlqa.ui import (
+from dmlqa.app.ui import (
     ChatService,
     Example,
     answer_html,
@@ -43,6 +36,13 @@ from dmlqa.ui import (
     undated_note,
     year_choices,
 )
+from dmlqa.errors import IndexMissingError
+from dmlqa.index.versions import DocRecord
+from dmlqa.models import Answer, Citation
+from dmlqa.query.answer import Asker
+from dmlqa.query.llm import LLMBackend, LLMConfig
+from dmlqa.query.search import Filters, Searcher
+from dmlqa.settings import load_settings
 
 EVIL = '<img src=x onerror=alert(1)>'
 
@@ -463,7 +463,7 @@ def test_http_api_answers_over_the_running_app(service: ChatService) -> None:
     """The Blocks app builds, serves on 127.0.0.1 and answers through its ``/ask`` HTTP endpoint."""
     import httpx
 
-    from dmlqa.ui import build_app
+    from dmlqa.app.ui import build_app
 
     demo = build_app(service)
     port = _free_port()
@@ -499,7 +499,7 @@ class CountingEncoder:
 
 
 def test_cached_encoder_remembers_vectors() -> None:
-    from dmlqa.embed import CachedEncoder
+    from dmlqa.index.embed import CachedEncoder
 
     inner = CountingEncoder()
     enc = CachedEncoder(inner, max_items=3)
@@ -515,7 +515,7 @@ def test_cached_encoder_remembers_vectors() -> None:
 
 
 def test_service_uses_one_caching_asker(service: ChatService) -> None:
-    from dmlqa.embed import CachedEncoder
+    from dmlqa.index.embed import CachedEncoder
 
     assert service.asker is service.asker
     service.answer("What does GPipe split a mini-batch into?", Filters(), use_llm=False)
@@ -538,7 +538,7 @@ def test_prewarm_is_skipped_when_the_version_stores_sentence_vectors(home: Path)
 
 def test_prewarm_makes_answers_hit_the_cache(tmp_path: Path, encoder) -> None:  # noqa: ANN001
     """A version built before sentence vectors were stored: the app embeds them once at start."""
-    from dmlqa.ui import candidate_sentences
+    from dmlqa.app.ui import candidate_sentences
 
     home = tmp_path
     build_index(home, encoder, sentences=False)

@@ -8,8 +8,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from dmlqa.models import KINDS
-from dmlqa.urls import (
+from dmlqa.catalog.urls import (
     address,
     arxiv_id,
     arxiv_year,
@@ -23,6 +22,7 @@ from dmlqa.urls import (
     spelling_key,
     url_title,
 )
+from dmlqa.models import KINDS
 
 
 @pytest.mark.parametrize(

@@ -1,6 +1,6 @@
 """Address vs identity, and one record per work (issue 9, items 1, 2 and 4).
 
-The unit tests pin :mod:`dmlqa.works` and :mod:`dmlqa.coverage` on documents built here; the
+The unit tests pin :mod:`dmlqa.pipeline.works` and :mod:`dmlqa.pipeline.coverage` on documents built here; the
 end-to-end test imports a markdown list of plain ``http://`` links into a home, as a user does, and
 builds it against a real HTTP server on 127.0.0.1 (no TLS, as most test servers and many real sites).
 """
@@ -15,10 +15,10 @@ from fixtures_docs import build_pdf, html_page, landing_page, prose
 from httpserver import LocalServer, Reply
 from typer.testing import CliRunner
 
-from dmlqa.cli import app
-from dmlqa.coverage import coverage, network_notice, reason_kind
+from dmlqa.app.cli import app
 from dmlqa.models import Block, Document, Failure, Resource
-from dmlqa.works import merge_works, title_key, work_id
+from dmlqa.pipeline.coverage import coverage, network_notice, reason_kind
+from dmlqa.pipeline.works import merge_works, title_key, work_id
 
 runner = CliRunner()
 

@@ -4,10 +4,9 @@ The library API is :class:`KnowledgeBase` (see :mod:`dmlqa.api`); the CLI and th
 front ends over the same functions.
 """
 
-__version__ = "0.1.0"
-
 from dmlqa.api import KnowledgeBase  # noqa: E402
 from dmlqa.errors import DmlqaError  # noqa: E402
 from dmlqa.models import Answer, Citation, Document, Hit, Resource  # noqa: E402
+from dmlqa.version import __version__  # noqa: E402
 
 __all__ = ["Answer", "Citation", "DmlqaError", "Document", "Hit", "KnowledgeBase", "Resource", "__version__"]

@@ -44,7 +44,7 @@ class KnowledgeBase:
             raise HomeError(f"no dmlqa home at {path} (create it with KnowledgeBase({str(path)!r}, create=True))")
         self.settings: Settings = load_settings(path).with_overrides(**overrides)
         if create:
-            from dmlqa.home import init_home
+            from dmlqa.pipeline.home import init_home
 
             init_home(self.settings)
         self._asker = None
@@ -57,20 +57,20 @@ class KnowledgeBase:
 
     def import_lists(self, paths: Sequence[str | os.PathLike[str]], *, replace: bool = False):  # noqa: ANN201
         """Parse awesome-list markdown files into the catalog; returns a ``catalog.ImportReport``."""
-        from dmlqa.catalog import import_lists
+        from dmlqa.catalog.store import import_lists
 
         return import_lists([Path(p) for p in paths], self.settings.corpus_dir, replace_lists=replace)
 
     def add(self, paths: Sequence[str | os.PathLike[str]]):  # noqa: ANN201
         """Copy your own files, folders or JSON Lines records into the home; returns a ``localdocs.AddReport``."""
-        from dmlqa.localdocs import add_paths
+        from dmlqa.catalog.local import add_paths
 
         return add_paths([Path(p) for p in paths], self.settings.corpus_dir, max_bytes=self.settings.fetch.max_bytes)
 
     def build(self, *, offline: bool = False, archives: Sequence[str | os.PathLike[str]] = (),
               refresh_lists: bool = False, progress: Any = None):  # noqa: ANN201
         """Fetch, extract, chunk, embed and publish a new index version; returns the ``BuildReport``."""
-        from dmlqa.build import BuildOptions, run_build
+        from dmlqa.pipeline.build import BuildOptions, run_build
 
         options = BuildOptions(archives=tuple(Path(a) for a in archives), offline=offline,
                                refresh_lists=refresh_lists, executor=self.settings.executor)
@@ -80,7 +80,7 @@ class KnowledgeBase:
 
     def _asker_(self):  # noqa: ANN202
         if self._asker is None:
-            from dmlqa.answer import Asker
+            from dmlqa.query.answer import Asker
 
             self._asker = Asker.from_settings(self.settings)
         return self._asker
@@ -88,7 +88,7 @@ class KnowledgeBase:
     @staticmethod
     def _filters(kinds: Sequence[str] = (), since: int | None = None, until: int | None = None,
                  topics: Sequence[str] = (), hosts: Sequence[str] = (), include_undated: bool = False):  # noqa: ANN205
-        from dmlqa.search import Filters
+        from dmlqa.query.search import Filters
 
         return Filters(kinds=tuple(kinds), since=since, until=until, topics=tuple(topics), hosts=tuple(hosts),
                        include_undated=include_undated)
@@ -97,7 +97,7 @@ class KnowledgeBase:
                until: int | None = None, topics: Sequence[str] = (), hosts: Sequence[str] = (),
                include_undated: bool = False, per_doc: bool = False, mode: str = "hybrid") -> list[Hit]:
         """Hybrid (or ``mode="dense"``/``"bm25"``) search; ``per_doc`` keeps each document's best passage."""
-        from dmlqa.search import SearchOptions
+        from dmlqa.query.search import SearchOptions
 
         flt = self._filters(kinds, since, until, topics, hosts, include_undated)
         return self._asker_().searcher.search(query, SearchOptions(k=k, per_doc=per_doc, mode=mode, filters=flt))
@@ -117,7 +117,7 @@ class KnowledgeBase:
                    kinds: Sequence[str] = (), since: int | None = None, until: int | None = None,
                    topics: Sequence[str] = (), hosts: Sequence[str] = (), include_undated: bool = False):  # noqa: ANN201
         """Iterate the answer's text as it is produced; ``.result`` is the final :class:`Answer`."""
-        from dmlqa.answer import AskOptions
+        from dmlqa.query.answer import AskOptions
 
         flt = self._filters(kinds, since, until, topics, hosts, include_undated)
         return self._asker_().stream(question, AskOptions(filters=flt, use_llm=use_llm), previous=previous)
@@ -125,14 +125,14 @@ class KnowledgeBase:
     def related(self, target: str, k: int = 10, *, since: int | None = None, kinds: Sequence[str] = (),
                 include_undated: bool = False):  # noqa: ANN201
         """Documents related to a resource (URL, arXiv id, DOI, doc id) or to free text: a ``RelatedResult``."""
-        from dmlqa.related import related
+        from dmlqa.query.related import related
 
         return related(self._asker_().searcher, target, k=k, since=since, kinds=tuple(kinds),
                        include_undated=include_undated)
 
     def status(self) -> dict[str, Any]:
         """What the published index holds, what failed, coverage, and the last runs (``dmlqa status --json``)."""
-        from dmlqa.home import index_status
+        from dmlqa.pipeline.home import index_status
 
         return index_status(self.settings)
 

@@ -2,7 +2,7 @@
 
 A document moves one way: list entry → :class:`Resource` → :class:`FetchResult` →
 :class:`Document` → :class:`Chunk` → vectors → :class:`Hit`. Each stage module takes the
-previous stage's record and returns its own; only :mod:`dmlqa.build` knows the whole order.
+previous stage's record and returns its own; only :mod:`dmlqa.pipeline.build` knows the whole order.
 Records are frozen so that a stage cannot quietly edit what an earlier stage produced.
 """
 

@@ -16,8 +16,8 @@ from dataclasses import dataclass, field, fields, replace
 from pathlib import Path
 from typing import Any
 
-from dmlqa import __version__
 from dmlqa.errors import SettingsError
+from dmlqa.version import __version__
 
 SETTINGS_FILE = "dmlqa.toml"
 
@@ -54,7 +54,7 @@ class Settings:
     chunk_overlap: int = 32
     #: Vectors past this count get an approximate (HNSW) FAISS index instead of an exact one.
     ann_threshold: int = 100_000  # flat ~15 ms/query at 100k (1 thread) + BM25 ~13 ms: the 30 ms budget
-    #: Vectors past this count get a compressed IVF-PQ index (see dmlqa.ann and bench/ray_scaling.py).
+    #: Vectors past this count get a compressed IVF-PQ index (see dmlqa.index.ann and bench/ray_scaling.py).
     ivfpq_threshold: int = 5_000_000
     #: Where fetch, extract, chunk and embed run: "local" (this process) or "ray" (needs dmlqa[ray]).
     executor: str = "local"
@@ -126,7 +126,7 @@ _TOP_FIELDS = {f.name for f in fields(Settings)} - {"home", "fetch"}
 _TRUE = {"1", "true", "yes", "on"}
 
 
-#: Encoders dmlqa can run (kept in step with dmlqa.embed.ENCODERS, which imports numpy).
+#: Encoders dmlqa can run (kept in step with dmlqa.index.embed.ENCODERS, which imports numpy).
 ENCODERS = ("onnx-int8", "onnx", "torch")
 EXECUTORS = ("local", "ray")
 

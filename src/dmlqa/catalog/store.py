@@ -23,10 +23,7 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
-from dmlqa.errors import CatalogError
-from dmlqa.fsutil import atomic_write_text
-from dmlqa.models import ET_AL, Resource
-from dmlqa.urls import (
+from dmlqa.catalog.urls import (
     address,
     arxiv_id,
     arxiv_year,
@@ -38,6 +35,9 @@ from dmlqa.urls import (
     resource_id,
     url_title,
 )
+from dmlqa.errors import CatalogError
+from dmlqa.fsutil import atomic_write_text
+from dmlqa.models import ET_AL, Resource
 
 CATALOG_FILE = "catalog.jsonl"
 LISTS_FILE = "lists.toml"

@@ -2,7 +2,7 @@
 
 Retrieval usually finds the evidence; the hard part is quoting the sentence that *says* it rather
 than one that merely sounds like the question. Each candidate sentence (whole, from the document,
-never cut at a chunk boundary; see :mod:`dmlqa.sentences`) is scored by
+never cut at a chunk boundary; see :mod:`dmlqa.extract.sentences`) is scored by
 
 * its similarity to the question (vectors stored with the index version: nothing is embedded here),
 * the share of the question's salient terms it contains, weighted by how rare each term is among
@@ -27,9 +27,9 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from dmlqa.lexical import tokenize
+from dmlqa.extract.sentences import ITEM, PROSE, for_answer, leans_back, leans_forward, split_document
+from dmlqa.index.lexical import tokenize
 from dmlqa.models import Citation, Hit
-from dmlqa.sentences import ITEM, PROSE, for_answer, leans_back, leans_forward, split_document
 
 #: Word budget of an answer: no sentence is added past it (the best sentence is always kept), and
 #: none after MIN_WORDS are reached.

@@ -16,7 +16,7 @@ from pathlib import Path
 
 import numpy as np
 
-from dmlqa.embed import EncoderError
+from dmlqa.index.embed import EncoderError
 
 
 class Reranker:

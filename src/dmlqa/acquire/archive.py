@@ -32,11 +32,11 @@ from warcio.exceptions import ArchiveLoadFailed
 from warcio.statusandheaders import StatusAndHeaders
 from warcio.warcwriter import WARCWriter
 
-from dmlqa import __version__
+from dmlqa.acquire.fetch import header_dict, sniff_content_type, storable_headers, utc_now_iso
+from dmlqa.catalog.urls import spelling_key
 from dmlqa.errors import DmlqaError
-from dmlqa.fetch import header_dict, sniff_content_type, storable_headers, utc_now_iso
 from dmlqa.models import FetchResult
-from dmlqa.urls import spelling_key
+from dmlqa.version import __version__
 
 logger = logging.getLogger(__name__)
 

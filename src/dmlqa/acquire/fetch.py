@@ -16,7 +16,7 @@ Everything a crawler of third-party sites owes its hosts and its user lives here
 * every network response written to a WARC archive, and archived responses replayed instead
   of the network (``--archive``), with ``offline`` guaranteeing no network use at all.
 
-:mod:`dmlqa.archive` holds the storage side (WARC writer, manifest, replay); this module only
+:mod:`dmlqa.acquire.archive` holds the storage side (WARC writer, manifest, replay); this module only
 uses those objects, so it imports nothing from there at run time.
 """
 
@@ -48,8 +48,8 @@ from dmlqa.errors import DmlqaError, FetchError
 from dmlqa.models import FetchResult
 from dmlqa.settings import FetchConfig
 
-if TYPE_CHECKING:  # only types: dmlqa.archive imports this module at run time
-    from dmlqa.archive import ArchivedResponse, ArchiveReplay, ArchiveWriter, Manifest, ManifestEntry
+if TYPE_CHECKING:  # only types: dmlqa.acquire.archive imports this module at run time
+    from dmlqa.acquire.archive import ArchivedResponse, ArchiveReplay, ArchiveWriter, Manifest, ManifestEntry
 
 logger = logging.getLogger(__name__)
 

@@ -29,7 +29,7 @@ from pathlib import Path
 from typing import Any, Protocol
 
 from dmlqa.fsutil import atomic_write_text
-from dmlqa.index import VERSIONS, current_version
+from dmlqa.index.versions import VERSIONS, current_version
 from dmlqa.models import Chunk, Document
 
 log = logging.getLogger(__name__)
@@ -234,7 +234,7 @@ def _capped(ids: Sequence[str]) -> list[str]:
 
 
 class _ReportLike(Protocol):
-    """The parts of :class:`dmlqa.build.BuildReport` a record is made from."""
+    """The parts of :class:`dmlqa.pipeline.build.BuildReport` a record is made from."""
 
     index_version: str | None
     failed: list[Any]

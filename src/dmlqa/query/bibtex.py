@@ -17,12 +17,12 @@ import unicodedata
 from collections.abc import Sequence
 from typing import Protocol
 
+from dmlqa.catalog.urls import arxiv_id, doi
 from dmlqa.models import is_et_al
-from dmlqa.urls import arxiv_id, doi
 
 
 class Citable(Protocol):
-    """What an entry is made from (:class:`dmlqa.related.Related` has all of it)."""
+    """What an entry is made from (:class:`dmlqa.query.related.Related` has all of it)."""
 
     doc_id: str
     title: str
@@ -346,7 +346,7 @@ def to_bibtex(items: Sequence[Citable], *, ascii_only: bool = False) -> str:
     """A BibTeX file (one entry per item, blank line between) for ``items``, keys unique.
 
     Args:
-        items: :class:`~dmlqa.related.Related` results (or anything with the same fields).
+        items: :class:`~dmlqa.query.related.Related` results (or anything with the same fields).
         ascii_only: write accented letters as LaTeX commands instead of UTF-8.
     """
     keys = citation_keys(items)

@@ -183,7 +183,7 @@ def main_callback(
 @app.command()
 def init(home: HomeOption = None) -> None:
     """Create an empty knowledge-base home (corpus/, index/, dmlqa.toml)."""
-    from dmlqa.home import init_home
+    from dmlqa.pipeline.home import init_home
 
     settings = _settings(home, create=True)
     created = init_home(settings)
@@ -197,7 +197,7 @@ def catalog_import(
     as_json: Annotated[bool, typer.Option("--json", help="Print a JSON report.")] = False,
 ) -> None:
     """Parse awesome-list markdown into corpus/catalog.jsonl."""
-    from dmlqa.catalog import import_lists
+    from dmlqa.catalog.store import import_lists
 
     settings = _settings(home)
     missing = [str(f) for f in files if not f.is_file()]
@@ -234,7 +234,7 @@ def add(
     then the exit status is 1, naming each bad one (running it again after a fix is harmless).
     A JSON Lines file with some bad records is copied; the bad records are listed and skipped.
     """
-    from dmlqa.localdocs import add_paths
+    from dmlqa.catalog.local import add_paths
 
     settings = _settings(home)
     rep = add_paths(paths, settings.corpus_dir, max_bytes=settings.fetch.max_bytes)
@@ -280,8 +280,8 @@ def build(
     as_json: Annotated[bool, typer.Option("--json", help="Print the report as one JSON object.")] = False,
 ) -> None:
     """Download every catalog resource, extract, chunk, embed and publish a new index version."""
-    from dmlqa.build import BuildOptions, run_build
-    from dmlqa.progress import RichProgress
+    from dmlqa.pipeline.build import BuildOptions, run_build
+    from dmlqa.pipeline.progress import RichProgress
 
     settings = _settings(
         home, allow_private_hosts=allow_private_hosts, model=model, encoder=encoder,
@@ -385,7 +385,7 @@ def search(
     home: HomeOption = None,
 ) -> None:
     """Hybrid (dense + BM25) search over the published index."""
-    from dmlqa.search import Filters, Searcher, SearchOptions, undated_excluded
+    from dmlqa.query.search import Filters, Searcher, SearchOptions, undated_excluded
 
     if mode not in ("hybrid", "dense", "bm25"):
         _fail(f"--mode must be hybrid, dense or bm25 (got {mode!r})")
@@ -428,8 +428,8 @@ def search(
 
 def _ask_options(kind, since, until, topic, host, no_llm: bool, mode: str = "hybrid",  # noqa: ANN001, ANN202
                  include_undated: bool = False):
-    from dmlqa.answer import AskOptions
-    from dmlqa.search import Filters
+    from dmlqa.query.answer import AskOptions
+    from dmlqa.query.search import Filters
 
     filters = Filters(kinds=tuple(kind or ()), since=since, until=until, topics=tuple(topic or ()),
                       hosts=tuple(host or ()), include_undated=include_undated)
@@ -474,9 +474,9 @@ def ask(
     home: HomeOption = None,
 ) -> None:
     """Answer a question with cited sources (LLM when configured, else extractive)."""
-    from dmlqa.answer import Asker
-    from dmlqa.evaluate import read_questions
-    from dmlqa.search import undated_excluded
+    from dmlqa.query.answer import Asker
+    from dmlqa.query.evaluate import read_questions
+    from dmlqa.query.search import undated_excluded
 
     if question is None and questions is None:
         _fail("give a QUESTION or --questions FILE.jsonl")
@@ -534,8 +534,8 @@ def eval_cmd(
     home: HomeOption = None,
 ) -> None:
     """Score retrieval (recall@k, MRR), citations, refusals and latency on a question set."""
-    from dmlqa.answer import Asker
-    from dmlqa.evaluate import read_questions, score_answers
+    from dmlqa.query.answer import Asker
+    from dmlqa.query.evaluate import read_questions, score_answers
 
     settings = _settings(home)
     try:
@@ -585,9 +585,9 @@ def related(
     home: HomeOption = None,
 ) -> None:
     """Documents related to a paper, URL, arXiv id, DOI or free text."""
-    from dmlqa.bibtex import to_bibtex
-    from dmlqa.related import related as find_related
-    from dmlqa.search import Searcher
+    from dmlqa.query.bibtex import to_bibtex
+    from dmlqa.query.related import related as find_related
+    from dmlqa.query.search import Searcher
 
     if fmt not in ("table", "json", "bibtex"):
         _fail(f"--format must be table, json or bibtex (got {fmt!r})")
@@ -687,8 +687,8 @@ def schedule(
     import signal
     import threading
 
-    from dmlqa.build import BuildOptions
-    from dmlqa.schedule import Schedule, SchedulerStopped, run_scheduler
+    from dmlqa.pipeline.build import BuildOptions
+    from dmlqa.pipeline.schedule import Schedule, SchedulerStopped, run_scheduler
 
     settings = _settings(home, allow_private_hosts=allow_private_hosts, model=model, encoder=encoder)
     try:
@@ -740,7 +740,7 @@ def status(
     ] = False,
 ) -> None:
     """What the published index holds, the last build runs, and when the next scheduled run is."""
-    from dmlqa.home import index_status, run_history
+    from dmlqa.pipeline.home import index_status, run_history
 
     settings = _settings(home)
     try:
@@ -775,7 +775,7 @@ def status(
 
 
 def _render_coverage(cov: dict[str, Any], duplicates: list[dict[str, Any]]) -> None:
-    """Coverage tables (see dmlqa.coverage): what has full text per list and per host, and why not."""
+    """Coverage tables (see dmlqa.pipeline.coverage): what has full text per list and per host, and why not."""
     if not cov:
         out.print("no coverage recorded for this index version: run `dmlqa build` to record it")
         return
@@ -796,7 +796,7 @@ def _render_coverage(cov: dict[str, Any], duplicates: list[dict[str, Any]]) -> N
 
 
 def _local_time(iso: str | None) -> str:
-    from dmlqa.runs import parse_time
+    from dmlqa.pipeline.runs import parse_time
 
     moment = parse_time(iso)
     return moment.astimezone().strftime("%Y-%m-%d %H:%M:%S") if moment else "-"
@@ -842,7 +842,7 @@ def serve(
     """Start the chat app (Gradio) on http://127.0.0.1:7860; DMLQA_UI_PASSWORD sets a password (user dmlqa)."""
     import os
 
-    from dmlqa.ui import exposure_warning, launch, ui_password
+    from dmlqa.app.ui import exposure_warning, launch, ui_password
 
     settings = _settings(home)
     _check_listen(host, port)

@@ -23,7 +23,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from dmlqa.fetch import format_size
+from dmlqa.acquire.fetch import format_size
 from dmlqa.models import Block, Document, Failure
 
 SUPPORTED_SUFFIXES = {".pdf", ".html", ".htm", ".md", ".markdown", ".txt", ".text", ".rst", ".jsonl"}

@@ -19,9 +19,9 @@ from dataclasses import dataclass, field, replace
 
 import numpy as np
 
-from dmlqa.lexical import tokenize
+from dmlqa.index.lexical import tokenize
 from dmlqa.models import Answer, Citation, Hit
-from dmlqa.search import Filters, Searcher, SearchOptions, undated_excluded
+from dmlqa.query.search import Filters, Searcher, SearchOptions, undated_excluded
 
 REFUSAL = "The knowledge base has nothing on this."
 MAX_QUESTION_CHARS = 2000
@@ -118,7 +118,7 @@ def _english_words(model: str) -> frozenset[str]:
     """Whole words of the embedding model's WordPiece vocabulary: ~20k ordinary English words."""
     from tokenizers import Tokenizer
 
-    from dmlqa.embed import model_dir
+    from dmlqa.index.embed import model_dir
 
     path = model_dir(model)
     if path is None or not (path / "tokenizer.json").is_file():
@@ -165,13 +165,13 @@ def extractive_answer(
     searcher: Searcher, question: str, hits: Sequence[Hit], options: AskOptions, *, previous: str | None = None,
     avoid: set[str] = frozenset(),
 ) -> tuple[str, list[Citation], bool, list[str]]:
-    """(answer text, citations, refused, flags): see :mod:`dmlqa.extractive`.
+    """(answer text, citations, refused, flags): see :mod:`dmlqa.query.extractive`.
 
     Sentences and their vectors come from the index version (embedded at build time); versions
     built before that split the passages and embed their sentences here. ``previous`` is the
     question a follow-up leans on: its terms still retrieve, but the answer is about what is new.
     """
-    from dmlqa.extractive import choose, compose, passage_candidates, stored_candidates
+    from dmlqa.query.extractive import choose, compose, passage_candidates, stored_candidates
 
     version = searcher.version
     qvec = searcher.embed_query(question, version)  # memory-cached by the search; never stored
@@ -261,11 +261,11 @@ class Asker:
 
     def __init__(self, searcher: Searcher, llm: object | None = None) -> None:
         self.searcher = searcher
-        self.llm = llm  # dmlqa.llm.LLMBackend or None
+        self.llm = llm  # dmlqa.query.llm.LLMBackend or None
 
     @classmethod
     def from_settings(cls, settings) -> Asker:  # noqa: ANN001
-        from dmlqa.llm import LLMBackend, LLMConfig
+        from dmlqa.query.llm import LLMBackend, LLMConfig
 
         config = LLMConfig.from_settings(settings)
         return cls(Searcher(settings), LLMBackend(config) if config else None)
@@ -316,8 +316,8 @@ class Asker:
         return self._llm_stream(text, hits, notices, extractive, t0, undated)
 
     def _llm_stream(self, text, hits, notices, extractive, t0, undated: int = 0) -> AskStream:  # noqa: ANN001
-        from dmlqa.citations import check_citations
-        from dmlqa.llm import LLMError
+        from dmlqa.query.citations import check_citations
+        from dmlqa.query.llm import LLMError
 
         box: dict[str, Answer] = {}
         llm = self.llm

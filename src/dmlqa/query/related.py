@@ -3,7 +3,7 @@
 ``related`` takes a catalog URL (any spelling that canonicalises to it), an arXiv id, a DOI, a doc
 id or free text. An indexed resource is compared with every other document through one vector per
 document; free text is embedded and compared both with those document vectors and, passage by
-passage, through the hybrid retrievers of :mod:`dmlqa.search`.
+passage, through the hybrid retrievers of :mod:`dmlqa.query.search`.
 
 A document's vector is 0.75 × the normalised mean of its chunk vectors + 0.25 × its first chunk (the
 title and opening: for a paper, its abstract), centred on the corpus mean so that what every
@@ -31,9 +31,9 @@ from typing import Any
 
 import numpy as np
 
-from dmlqa.index import IndexVersion
-from dmlqa.search import Filters, Searcher, allowed_docs, rrf, undated_excluded
-from dmlqa.urls import arxiv_id, canonicalize, doi, resource_id
+from dmlqa.catalog.urls import arxiv_id, canonicalize, doi, resource_id
+from dmlqa.index.versions import IndexVersion
+from dmlqa.query.search import Filters, Searcher, allowed_docs, rrf, undated_excluded
 
 #: Weight of the mean of all chunk vectors against the first chunk (title + opening) in a
 #: document's vector (nDCG@10 on the snapshot: 0 → 0.56, 0.5 → 0.62, 0.75 → 0.64, 1 → 0.61, centred).
@@ -185,7 +185,7 @@ def _url_map(version: IndexVersion) -> dict[str, str]:
             _URL_MAPS.move_to_end(key)
             return found
     out: dict[str, str] = {}
-    # Source URLs first, then the aliases of merged copies (dmlqa.works), so that a catalog URL
+    # Source URLs first, then the aliases of merged copies (dmlqa.pipeline.works), so that a catalog URL
     # wins over another document's source URL.
     docs = list(version.docs.values())
     for u, doc_id in [(d.source_url, d.doc_id) for d in docs] + [
@@ -595,7 +595,7 @@ def related(
     """Document-level recommendations for a resource or a text.
 
     Args:
-        searcher: an open :class:`~dmlqa.search.Searcher` (its current version is used throughout).
+        searcher: an open :class:`~dmlqa.query.search.Searcher` (its current version is used throughout).
         query: a URL, arXiv id, DOI or doc id of an indexed resource, or free text.
         k: how many documents to return.
         since: keep documents from this year on; documents of unknown year are left out (and counted
@@ -642,7 +642,7 @@ def related(
 
 
 def _undated_candidates(version: IndexVersion, filters: Filters, target: str | None) -> int:
-    """:func:`~dmlqa.search.undated_excluded`, not counting the query document itself."""
+    """:func:`~dmlqa.query.search.undated_excluded`, not counting the query document itself."""
     n = undated_excluded(version, filters)
     if n and target is not None and version.docs[target].year is None:
         kept = allowed_docs(version, replace(filters, include_undated=True))

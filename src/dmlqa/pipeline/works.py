@@ -24,8 +24,8 @@ import unicodedata
 from collections.abc import Sequence
 from dataclasses import dataclass, replace
 
+from dmlqa.catalog.urls import canonicalize, resource_id
 from dmlqa.models import Document
-from dmlqa.urls import canonicalize, resource_id
 
 _ID_RANK = {"arxiv": 0, "doi": 1, "github": 2, "web": 3}
 #: raw.githubusercontent.com/<owner>/<repo>/<ref>/README[.ext]: the repository's front page text.

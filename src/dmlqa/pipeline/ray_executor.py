@@ -1,18 +1,18 @@
 """The build's fetch, extract, chunk and embed stages as Ray Data pipelines (``dmlqa build --executor ray``).
 
-The local executor (:mod:`dmlqa.build`) stays the default; this module is imported only when a
+The local executor (:mod:`dmlqa.pipeline.build`) stays the default; this module is imported only when a
 build asks for Ray, and needs the optional extra (``pip install "dmlqa[ray]"``).
 
 Three datasets run one after the other, with the driver in between wherever the build needs state
 that lives in one place (the home's document store, the embedding cache):
 
 1. **fetch + extract**: the catalog's resources, in batches; each task fetches its batch with the
-   project's own async :class:`~dmlqa.fetch.Fetcher` (replaying ``--archive`` files, writing its own
-   WARC file and the shared manifest) and extracts each response with :func:`dmlqa.build._extract_one`,
+   project's own async :class:`~dmlqa.acquire.fetch.Fetcher` (replaying ``--archive`` files, writing its own
+   WARC file and the shared manifest) and extracts each response with :func:`dmlqa.pipeline.build._extract_one`,
    so a resource gives exactly the document the local build would give. The previous text of each
    resource travels with it, so workers never open the document store.
 2. **chunk**: every document (catalog and local files, in the local build's order) is cut by the same
-   :class:`~dmlqa.chunk.Chunker`, loaded once per worker process.
+   :class:`~dmlqa.index.chunk.Chunker`, loaded once per worker process.
 3. **embed**: the texts the cache lacks, grouped into exactly the encoder batches the local build
    would use (dynamic int8 quantisation makes a vector depend slightly on its batch mates), through an
    actor pool in which each actor loads the encoder once; one GPU per actor when the cluster has GPUs.
@@ -37,7 +37,11 @@ from typing import Any
 
 import numpy as np
 
-from dmlqa.build import (
+from dmlqa.errors import DmlqaError
+from dmlqa.index.docstore import DocStore
+from dmlqa.index.versions import dense_text
+from dmlqa.models import Chunk, Document, Failure, Resource
+from dmlqa.pipeline.build import (
     BuildOptions,
     BuildReport,
     Progress,
@@ -50,10 +54,6 @@ from dmlqa.build import (
     one_per_work,
     sync_store,
 )
-from dmlqa.docstore import DocStore
-from dmlqa.errors import DmlqaError
-from dmlqa.index import dense_text
-from dmlqa.models import Chunk, Document, Failure, Resource
 from dmlqa.settings import Settings
 
 log = logging.getLogger(__name__)
@@ -233,10 +233,10 @@ def _fetch_and_extract(
 
 
 @lru_cache(maxsize=4)
-def _chunker(model: str, chunk_tokens: int, overlap: int):  # noqa: ANN202 - dmlqa.chunk.Chunker
+def _chunker(model: str, chunk_tokens: int, overlap: int):  # noqa: ANN202 - dmlqa.index.chunk.Chunker
     """One chunker per worker process (loading the tokenizer is the expensive part)."""
-    from dmlqa.chunk import Chunker, TokenCounter
-    from dmlqa.embed import model_dir
+    from dmlqa.index.chunk import Chunker, TokenCounter
+    from dmlqa.index.embed import model_dir
 
     path = model_dir(model)
     counter = TokenCounter.from_model_dir(path) if path else None
@@ -289,7 +289,7 @@ class EmbedActor:
     """Holds one encoder for its lifetime: the model is loaded once per actor, not per batch."""
 
     def __init__(self, model: str, encoder: str, cache_dir: str, batch_size: int, device: str = "cpu") -> None:
-        from dmlqa.embed import load_encoder
+        from dmlqa.index.embed import load_encoder
 
         self.encoder = load_encoder(model, encoder, Path(cache_dir))
         self.batch_size = batch_size
@@ -311,7 +311,7 @@ class EmbedActor:
 
 
 def embed_groups(texts: Sequence[str], batch_size: int, flush_every: int = FLUSH_EVERY) -> list[list[int]]:
-    """Positions of ``texts`` grouped as :func:`dmlqa.embed.embed_texts` batches them."""
+    """Positions of ``texts`` grouped as :func:`dmlqa.index.embed.embed_texts` batches them."""
     groups = []
     for s in range(0, len(texts), flush_every):
         part = range(s, min(s + flush_every, len(texts)))
@@ -386,7 +386,7 @@ def run_stages(
     Also updates the home's document store exactly as the local build does (drop what is no longer
     named, store fresh full texts) and the embedding cache.
     """
-    from dmlqa.embed import EmbeddingCache, load_encoder, text_sha256
+    from dmlqa.index.embed import EmbeddingCache, load_encoder, text_sha256
 
     ray = _import_ray()
     t0 = time.perf_counter()

@@ -1,8 +1,8 @@
 """``dmlqa schedule``: a long-running process that rebuilds the index on a schedule.
 
-Each slot runs one ordinary incremental build (:func:`dmlqa.build.run_build`): conditional GETs,
+Each slot runs one ordinary incremental build (:func:`dmlqa.pipeline.build.run_build`): conditional GETs,
 reused documents and cached embeddings keep a nightly rebuild cheap, the build's own writer lock
-keeps it from colliding with a manual ``dmlqa build``, and the run history (:mod:`dmlqa.runs`)
+keeps it from colliding with a manual ``dmlqa build``, and the run history (:mod:`dmlqa.pipeline.runs`)
 records what each run changed. A failed run (network down, a list gone, a bug) is logged and
 recorded; the published version stays as it was and the scheduler simply waits for the next slot.
 
@@ -26,10 +26,10 @@ from dataclasses import dataclass, replace
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
-from dmlqa.build import BuildOptions, BuildReport, run_build
 from dmlqa.errors import BuildLockedError, DmlqaError
-from dmlqa.lock import WriterLock
-from dmlqa.runs import describe_error, write_schedule
+from dmlqa.pipeline.build import BuildOptions, BuildReport, run_build
+from dmlqa.pipeline.lock import WriterLock
+from dmlqa.pipeline.runs import describe_error, write_schedule
 from dmlqa.settings import Settings
 
 log = logging.getLogger(__name__)

@@ -2,8 +2,8 @@
 
 The module has two halves. The first is pure functions that turn the library's records into HTML
 (an :class:`~dmlqa.models.Answer` with ``[n]`` links and its sources list, the related-papers table,
-the index status) and the app's inputs into :class:`~dmlqa.search.Filters`; they are tested
-without a browser. The second is :class:`ChatService` (one :class:`~dmlqa.answer.Asker` per
+the index status) and the app's inputs into :class:`~dmlqa.query.search.Filters`; they are tested
+without a browser. The second is :class:`ChatService` (one :class:`~dmlqa.query.answer.Asker` per
 process, shared by Gradio's worker threads) and :func:`build_app`, the Gradio Blocks glue.
 
 Everything that reaches the page is escaped here: document titles, passages and error messages
@@ -28,15 +28,15 @@ from ipaddress import ip_address
 from typing import TYPE_CHECKING, Any
 from urllib.parse import urlsplit, urlunsplit
 
-from dmlqa.embed import CachedEncoder
 from dmlqa.errors import DmlqaError, IndexMissingError
+from dmlqa.index.embed import CachedEncoder
 from dmlqa.models import KINDS, Answer, Citation
-from dmlqa.search import Filters, Searcher
+from dmlqa.query.search import Filters, Searcher
 
 if TYPE_CHECKING:
-    from dmlqa.answer import Asker
-    from dmlqa.index import DocRecord, IndexVersion
-    from dmlqa.related import RelatedResult
+    from dmlqa.index.versions import DocRecord, IndexVersion
+    from dmlqa.query.answer import Asker
+    from dmlqa.query.related import RelatedResult
     from dmlqa.settings import Settings
 
 log = logging.getLogger(__name__)
@@ -317,9 +317,9 @@ def follow_up_query(question: str, previous: Sequence[str]) -> str | None:
 
     "What about stage 3?" after "How does ZeRO partition optimizer state?" gives both together (the
     context the next follow-up leans on); a question that stands on its own gives None. The rule
-    itself is :func:`dmlqa.answer.is_follow_up`, the one the answerer uses.
+    itself is :func:`dmlqa.query.answer.is_follow_up`, the one the answerer uses.
     """
-    from dmlqa.answer import is_follow_up
+    from dmlqa.query.answer import is_follow_up
 
     if not previous or not is_follow_up(question):
         return None
@@ -844,8 +844,8 @@ def ui_password(settings: Settings, env: Mapping[str, str]) -> str | None:
 
 def candidate_sentences(version: IndexVersion, block: int = 2000) -> list[str]:
     """The distinct sentences the extractive answerer may quote from ``version`` (full-text documents)."""
-    from dmlqa.answer import sentences_of
-    from dmlqa.sentences import MAX_CHARS, MIN_CHARS  # the answerer's bounds of a quotable sentence
+    from dmlqa.extract.sentences import MAX_CHARS, MIN_CHARS  # the answerer's bounds of a quotable sentence
+    from dmlqa.query.answer import sentences_of
 
     out: dict[str, None] = {}
     for start in range(0, version.size, block):
@@ -894,8 +894,8 @@ class ChatService:
     def asker(self) -> Asker:
         with self._lock:
             if self._asker is None:
-                from dmlqa.answer import Asker
-                from dmlqa.llm import LLMBackend, LLMConfig
+                from dmlqa.query.answer import Asker
+                from dmlqa.query.llm import LLMBackend, LLMConfig
 
                 config = LLMConfig.from_settings(self.settings)
                 self._asker = Asker(Searcher(self.settings), LLMBackend(config) if config else None)
@@ -917,7 +917,7 @@ class ChatService:
         return facets(docs.values()) if docs else Facets()
 
     def status(self) -> str:
-        from dmlqa.home import index_status
+        from dmlqa.pipeline.home import index_status
 
         try:
             return status_html(index_status(self.settings))
@@ -940,7 +940,7 @@ class ChatService:
         """Warm up now, and again whenever a new index version is published (a daemon thread's loop)."""
         seen: str | None = None
         while True:
-            from dmlqa.index import current_version
+            from dmlqa.index.versions import current_version
 
             try:
                 name = current_version(self.settings.index_dir)
@@ -986,7 +986,7 @@ class ChatService:
 
     def health(self) -> dict[str, Any]:
         """What a load balancer or a benchmark wants to know: the version served and the warm-up's progress."""
-        from dmlqa.index import current_version
+        from dmlqa.index.versions import current_version
 
         name = current_version(self.settings.index_dir)
         warm = dict(self._warm)
@@ -1020,7 +1020,7 @@ class ChatService:
         return self._compute_examples()
 
     def _compute_examples(self) -> list[str]:
-        from dmlqa.answer import AskOptions
+        from dmlqa.query.answer import AskOptions
 
         try:
             version = self.asker.searcher.version
@@ -1046,7 +1046,7 @@ class ChatService:
 
     def answer(self, question: str, filters: Filters, *, use_llm: bool = True) -> Answer:
         """A complete answer (the HTTP API); transient failures while the index is swapped are retried once."""
-        from dmlqa.answer import AskOptions
+        from dmlqa.query.answer import AskOptions
 
         options = AskOptions(filters=filters, use_llm=use_llm)
         try:
@@ -1061,7 +1061,7 @@ class ChatService:
     def stream_html(self, question: str, filters: Filters, *, extra_notice: str | None = None,
                     use_llm: bool = True, previous: str | None = None) -> Iterator[str]:
         """The HTML of the answer as it grows; the last item is the final answer with its sources."""
-        from dmlqa.answer import AskOptions
+        from dmlqa.query.answer import AskOptions
 
         options = AskOptions(filters=filters, use_llm=use_llm)
         for attempt in (1, 2):
@@ -1094,7 +1094,7 @@ class ChatService:
 
     def related_rows(self, query: str, *, k: int = 10, since: int | None = None) -> tuple[list[dict[str, Any]], str]:
         """(rows, table HTML) for a free-text, URL, arXiv id or DOI query."""
-        from dmlqa.related import related
+        from dmlqa.query.related import related
 
         searcher = self.asker.searcher
         result = related(searcher, query, k=k, since=since)

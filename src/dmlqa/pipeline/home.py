@@ -5,8 +5,8 @@ from __future__ import annotations
 from typing import Any
 
 from dmlqa.errors import IndexDamagedError, IndexMissingError
-from dmlqa.index import VERSIONS, check_version, current_version
-from dmlqa.runs import read_runs, read_schedule
+from dmlqa.index.versions import VERSIONS, check_version, current_version
+from dmlqa.pipeline.runs import read_runs, read_schedule
 from dmlqa.settings import SETTINGS_FILE, Settings
 
 _TEMPLATE = """# dmlqa settings for this home. Every key can also be set as DMLQA_<KEY> in the environment.

@@ -8,7 +8,7 @@ The prompt keeps three things apart: the rules (the system message), the retriev
 (numbered ``<source>`` fences in the user message, declared to be quoted data) and the
 question (its own ``<question>`` fence). Document text cannot close its fence: tag-like
 sequences in it are neutralised. The model's reply is streamed as text deltas; what it says is
-checked afterwards by :func:`dmlqa.citations.check_citations`.
+checked afterwards by :func:`dmlqa.query.citations.check_citations`.
 
 Every failure (refused connection, HTTP error, unknown model, timeout, a stream that stalls
 or never ends) becomes an :class:`LLMError` with a reason a user can read, so the caller can
@@ -29,9 +29,9 @@ from dataclasses import dataclass
 from typing import Any
 from urllib.parse import urlsplit
 
-from dmlqa.citations import REASONING_TAG, REASONING_TAGS, REFUSAL_PREFIX
 from dmlqa.errors import DmlqaError
 from dmlqa.models import Hit
+from dmlqa.query.citations import REASONING_TAG, REASONING_TAGS, REFUSAL_PREFIX
 
 log = logging.getLogger(__name__)
 
@@ -167,7 +167,7 @@ def prepare_question(question: str, limit: int = MAX_QUESTION_CHARS) -> tuple[st
 def build_messages(question: str, passages: Sequence[Hit]) -> list[dict[str, str]]:
     """The chat messages: the rules as the system message; sources and question fenced in one user message.
 
-    ``passages[i]`` is source ``n = i + 1``, the numbering :func:`dmlqa.citations.check_citations` expects.
+    ``passages[i]`` is source ``n = i + 1``, the numbering :func:`dmlqa.query.citations.check_citations` expects.
     Sources and question share one user message because some chat templates reject two user turns in a row.
     """
     q, truncated = prepare_question(question)
@@ -448,7 +448,7 @@ class ReasoningFilter:
       "Okay, so", "Let me", "The user ...") is held until a ``</think>`` (and dropped) or the end of the
       stream (and shown); anything else streams at once. With ``expect_close`` (this endpoint sent an
       orphan ``</think>`` before) every opening is held until the tag or the end. A ``</think>`` that
-      comes after text was shown is dropped, and :func:`dmlqa.citations.strip_reasoning` removes the
+      comes after text was shown is dropped, and :func:`dmlqa.query.citations.strip_reasoning` removes the
       reasoning from the checked answer.
 
     ``feed`` returns the text that may be shown now; ``flush`` what is left at the end.

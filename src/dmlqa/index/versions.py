@@ -31,11 +31,11 @@ from typing import Any
 
 import numpy as np
 
-from dmlqa.ann import choose_index_type
 from dmlqa.errors import DiskFullError, IndexDamagedError, IndexMissingError, NothingToBuildError, is_disk_full
-from dmlqa.lexical import LexicalIndex
+from dmlqa.extract.sentences import Sentence
+from dmlqa.index.ann import choose_index_type
+from dmlqa.index.lexical import LexicalIndex
 from dmlqa.models import Chunk, Document
-from dmlqa.sentences import Sentence
 
 log = logging.getLogger(__name__)
 
@@ -83,7 +83,7 @@ def build_faiss(vectors: np.ndarray, index_type: str):  # noqa: ANN201 - faiss.I
 
     dim = int(vectors.shape[1])
     if index_type == "ivfpq":
-        from dmlqa.ann import build_ivfpq
+        from dmlqa.index.ann import build_ivfpq
 
         return build_ivfpq(vectors)
     if index_type == "hnsw":
@@ -250,7 +250,7 @@ def _write_sentences(tmp: Path, sentences: Sequence[tuple[int, Sentence]], vecto
 
 
 def _ivfpq_params(index) -> dict[str, Any]:  # noqa: ANN001 - faiss.Index
-    from dmlqa.ann import params
+    from dmlqa.index.ann import params
 
     return params(index)
 
@@ -392,7 +392,7 @@ class DocRecord:
     is_card: bool
     n_chunks: int
     first_row: int | None
-    aliases: tuple[str, ...] = ()  # every URL the work is known by (see dmlqa.works)
+    aliases: tuple[str, ...] = ()  # every URL the work is known by (see dmlqa.pipeline.works)
     lists: tuple[str, ...] = ()
 
 
@@ -414,7 +414,7 @@ class IndexVersion:
             if self.meta.get("index_type") == "hnsw":
                 self.dense.hnsw.efSearch = int((self.meta.get("hnsw") or {}).get("efSearch", HNSW_EF_SEARCH))
             elif self.meta.get("index_type") == "ivfpq":
-                from dmlqa.ann import enable_reconstruct, set_search_params
+                from dmlqa.index.ann import enable_reconstruct, set_search_params
 
                 set_search_params(self.dense, self.meta.get("ivfpq") or {})
                 enable_reconstruct(self.dense)

@@ -40,9 +40,9 @@ import trafilatura
 from pypdf import PasswordType, PdfReader
 from pypdf.errors import DependencyError
 
+from dmlqa.catalog.urls import arxiv_year
 from dmlqa.errors import ExtractError
 from dmlqa.models import BLOCK_SEPARATOR, Block, Document, Resource, is_et_al
-from dmlqa.urls import arxiv_year
 
 log = logging.getLogger(__name__)
 # pypdf warns about every small defect of real-world PDFs; those are not our news.
@@ -179,7 +179,7 @@ def extract_file(path: Path, *, max_bytes: int | None = None) -> Extracted:
 
 
 def _too_large(size: int, cap: int) -> str:
-    from dmlqa.localdocs import too_large_reason
+    from dmlqa.catalog.local import too_large_reason
 
     return too_large_reason(size, cap)
 

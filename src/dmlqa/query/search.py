@@ -18,8 +18,8 @@ from urllib.parse import urlsplit
 
 import numpy as np
 
-from dmlqa.embed import CachedEncoder, EmbeddingCache, Encoder, EncoderError, load_encoder
-from dmlqa.index import DocRecord, IndexVersion, current_version, open_current
+from dmlqa.index.embed import CachedEncoder, EmbeddingCache, Encoder, EncoderError, load_encoder
+from dmlqa.index.versions import DocRecord, IndexVersion, current_version, open_current
 from dmlqa.models import Hit
 from dmlqa.settings import Settings
 
@@ -129,7 +129,7 @@ class Searcher:
         self._version: IndexVersion | None = None
         self._encoders: dict[str, CachedEncoder] = {}
         self._store: EmbeddingCache | None = None
-        self._reranker = None  # dmlqa.rerank.Reranker, loaded on first use
+        self._reranker = None  # dmlqa.query.rerank.Reranker, loaded on first use
 
     # -- version following ------------------------------------------------------------------
     @property
@@ -203,7 +203,7 @@ class Searcher:
         self, version: IndexVersion, query: str, ordered: list[tuple[int, float]]
     ) -> list[tuple[int, float]]:
         """The first ``rerank_candidates`` results reordered by the cross-encoder; the rest follow."""
-        from dmlqa.rerank import Reranker
+        from dmlqa.query.rerank import Reranker
 
         with self._lock:
             if self._reranker is None:

@@ -4,7 +4,7 @@
 own text showed it). A refresh downloads each upstream through the ordinary :class:`Fetcher` — so
 the same safety rules apply as to every resource (http(s) only, no private addresses unless
 allowed, size caps, robots.txt) and the response lands in the WARC archive — parses it with
-:func:`dmlqa.catalog.parse_list` under the list's existing name, and replaces that list's entries in
+:func:`dmlqa.catalog.store.parse_list` under the list's existing name, and replaces that list's entries in
 the catalog: a link the list dropped leaves the catalog unless another list still names it, a new
 link joins it. The next build then drops and adds the documents accordingly.
 
@@ -22,7 +22,7 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
-from dmlqa.catalog import LISTS_DIR, merge, parse_list, read_catalog, read_lists, write_catalog
+from dmlqa.catalog.store import LISTS_DIR, merge, parse_list, read_catalog, read_lists, write_catalog
 from dmlqa.errors import FetchError
 from dmlqa.fsutil import atomic_write_text
 from dmlqa.models import Resource
@@ -78,10 +78,10 @@ def upstream_urls(upstream: str) -> list[str]:
     """Where a list's markdown can be read, best first.
 
     A GitHub repository (``https://github.com/o/r``) is read from its raw ``README.md``, a ``blob``
-    link from its raw file (:func:`dmlqa.resolve.candidate_urls` knows these); the page itself comes
+    link from its raw file (:func:`dmlqa.acquire.resolve.candidate_urls` knows these); the page itself comes
     last and is only used if it is not an HTML page.
     """
-    from dmlqa.resolve import candidate_urls
+    from dmlqa.acquire.resolve import candidate_urls
 
     return candidate_urls(upstream)
 
@@ -105,8 +105,8 @@ async def _fetch_text(fetcher: Any, upstream: str) -> tuple[str, str]:
 async def _fetch_all(
     settings: Settings, upstreams: dict[str, str], archives: Sequence[Path], offline: bool
 ) -> dict[str, tuple[str, str] | FetchError]:
-    from dmlqa.archive import ArchiveReplay, ArchiveWriter, Manifest
-    from dmlqa.fetch import Fetcher
+    from dmlqa.acquire.archive import ArchiveReplay, ArchiveWriter, Manifest
+    from dmlqa.acquire.fetch import Fetcher
 
     replay = ArchiveReplay(list(archives)) if archives else None
     writer = None if offline else ArchiveWriter(settings.archive_dir)
@@ -138,7 +138,7 @@ def replace_list_entries(catalog: Sequence[Resource], name: str, incoming: Seque
 
     An entry the list no longer names loses the list, and leaves the catalog when no other list
     names it; entries of other lists and entries added by hand are untouched; entries still named
-    keep their facts (first facts win, as in :func:`dmlqa.catalog.merge`).
+    keep their facts (first facts win, as in :func:`dmlqa.catalog.store.merge`).
     """
     keep_ids = {r.id for r in incoming}
     base: list[Resource] = []

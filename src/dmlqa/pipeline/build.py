@@ -19,14 +19,14 @@ from typing import Any, Protocol
 
 import numpy as np
 
-from dmlqa.docstore import DocStore
 from dmlqa.errors import DmlqaError, ExtractError, FetchError, NothingToBuildError
-from dmlqa.index import dense_text, prune, publish, write_version
+from dmlqa.extract.sentences import Sentence
+from dmlqa.index.docstore import DocStore
+from dmlqa.index.versions import dense_text, prune, publish, write_version
 from dmlqa.models import Chunk, Document, Failure, Resource
-from dmlqa.runs import Changes, diff_documents, new_documents, published_documents, recording
-from dmlqa.sentences import Sentence
+from dmlqa.pipeline.runs import Changes, diff_documents, new_documents, published_documents, recording
+from dmlqa.pipeline.works import Duplicate, merge_works
 from dmlqa.settings import Settings
-from dmlqa.works import Duplicate, merge_works
 
 log = logging.getLogger(__name__)
 
@@ -73,7 +73,7 @@ class BuildReport:
     refresh: dict[str, Any] | None = None
     # catalog entries whose work another entry's document holds (one record per work)
     duplicates: list[Duplicate] = field(default_factory=list)
-    # per list and per host: full text, abstract only, cards, and why (dmlqa.coverage)
+    # per list and per host: full text, abstract only, cards, and why (dmlqa.pipeline.coverage)
     coverage: dict[str, Any] = field(default_factory=dict)
     # one line a person must read (e.g. no network at all), else None
     notice: str | None = None
@@ -118,7 +118,7 @@ class BuildOptions:
     refresh_lists: bool = False
     #: who started the run, as the run history records it: "build" or "schedule"
     trigger: str = "build"
-    #: "local" (this process) or "ray" (fetch, extract, chunk and embed on a Ray cluster: dmlqa.executor_ray)
+    #: "local" (this process) or "ray" (fetch, extract, chunk and embed on a Ray cluster: dmlqa.pipeline.ray_executor)
     executor: str = "local"
 
 
@@ -137,16 +137,16 @@ def _timed(report: BuildReport, stage: str):  # noqa: ANN202
 @dataclass(frozen=True)
 class _Fetched:
     resource: Resource
-    resolved: Any | None  # dmlqa.resolve.Resolved
+    resolved: Any | None  # dmlqa.acquire.resolve.Resolved
     error: FetchError | None
 
 
 async def _fetch_all(
     resources: Sequence[Resource], settings: Settings, options: BuildOptions, advance: Callable[[int], None]
 ) -> tuple[list[_Fetched], dict[str, int]]:
-    from dmlqa.archive import ArchiveReplay, ArchiveWriter, Manifest
-    from dmlqa.fetch import Fetcher
-    from dmlqa.resolve import fetch_resource
+    from dmlqa.acquire.archive import ArchiveReplay, ArchiveWriter, Manifest
+    from dmlqa.acquire.fetch import Fetcher
+    from dmlqa.acquire.resolve import fetch_resource
 
     replay = ArchiveReplay(list(options.archives)) if options.archives else None
     writer = None if options.offline else ArchiveWriter(settings.archive_dir)
@@ -195,7 +195,7 @@ def _is_url_like(title: str) -> bool:
 
 def _refresh_facts(doc: Document, res: Resource) -> Document:
     """A stored document with the catalog's current facts (titles and topics may be edited)."""
-    from dmlqa.extract import merge_facts
+    from dmlqa.extract.documents import merge_facts
 
     title = doc.title if _is_url_like(res.title) else res.title
     # the stored year and authors may have come from the text itself: the same rule as to_document
@@ -214,8 +214,8 @@ def _extract_one(item: _Fetched, store: DocStore, report: BuildReport) -> Docume
 
 
 def _extract_resource(item: _Fetched, store: DocStore, report: BuildReport) -> Document:
-    from dmlqa.coverage import ABSTRACT_ONLY_NOTE
-    from dmlqa.extract import catalog_card, extract_bytes, to_document
+    from dmlqa.extract.documents import catalog_card, extract_bytes, to_document
+    from dmlqa.pipeline.coverage import ABSTRACT_ONLY_NOTE
 
     res = item.resource
     previous = store.get(res.id)
@@ -271,8 +271,8 @@ def _local_documents(settings: Settings, store: DocStore, report: BuildReport) -
     Files over ``fetch.max_bytes``, symlinks out of corpus/local, unreadable files and bad JSON
     Lines records are skipped and reported; the rest is indexed.
     """
-    from dmlqa.extract import extract_file, to_document
-    from dmlqa.localdocs import file_doc_id, file_sha256, jsonl_documents, scan_local, too_large_reason
+    from dmlqa.catalog.local import file_doc_id, file_sha256, jsonl_documents, scan_local, too_large_reason
+    from dmlqa.extract.documents import extract_file, to_document
 
     docs: list[Document] = []
     cap = settings.fetch.max_bytes
@@ -334,7 +334,7 @@ def _remove_stale_pointers(index_dir: Path) -> None:
 
 def _refresh(settings: Settings, options: BuildOptions, report: BuildReport) -> None:
     """Re-read the lists into the catalog; a list that fails is a report row, never a failed build."""
-    from dmlqa.refresh import refresh_lists
+    from dmlqa.pipeline.refresh import refresh_lists
 
     rep = refresh_lists(settings, archives=options.archives, offline=options.offline)
     report.refresh = rep.to_json()
@@ -343,12 +343,12 @@ def _refresh(settings: Settings, options: BuildOptions, report: BuildReport) -> 
 
 
 def one_per_work(resources: Sequence[Resource], docs: Sequence[Document], report: BuildReport) -> list[Document]:
-    """Merge copies of one work (:mod:`dmlqa.works`), then count what the build holds and why (coverage).
+    """Merge copies of one work (:mod:`dmlqa.pipeline.works`), then count what the build holds and why (coverage).
 
     Runs after :func:`sync_store`, so every copy's text stays in the document store and an
     unchanged copy is not extracted again next time.
     """
-    from dmlqa.coverage import coverage, network_notice
+    from dmlqa.pipeline.coverage import coverage, network_notice
 
     merged, report.duplicates = merge_works(docs)
     merged_into = {d.doc_id: d.of for d in report.duplicates}
@@ -383,8 +383,8 @@ def _local_stages(
     settings: Settings, options: BuildOptions, resources: Sequence[Resource], report: BuildReport, progress: Progress
 ) -> Staged:
     """fetch → extract → chunk → embed in this process (the default executor)."""
-    from dmlqa.chunk import Chunker, TokenCounter
-    from dmlqa.embed import EmbeddingCache, embed_texts, load_encoder, model_dir
+    from dmlqa.index.chunk import Chunker, TokenCounter
+    from dmlqa.index.embed import EmbeddingCache, embed_texts, load_encoder, model_dir
 
     with _timed(report, "fetch"):
         advance = progress.start("fetch", len(resources))
@@ -455,8 +455,8 @@ def sentence_stage(
     twice), so that the answerer embeds nothing but the question: answers are fast from the
     first question of a fresh index, in the CLI and the app alike.
     """
-    from dmlqa.embed import EmbeddingCache, embed_texts, load_encoder
-    from dmlqa.sentences import split_document
+    from dmlqa.extract.sentences import split_document
+    from dmlqa.index.embed import EmbeddingCache, embed_texts, load_encoder
 
     kept = [(o, s) for d in docs for o, s in enumerate(split_document(d)) if s.quotable]
     report.sentences = len(kept)
@@ -485,8 +485,8 @@ def run_build(
 
     Raises :class:`DmlqaError` only when no version could be published at all.
     """
-    from dmlqa.catalog import read_catalog
-    from dmlqa.lock import WriterLock
+    from dmlqa.catalog.store import read_catalog
+    from dmlqa.pipeline.lock import WriterLock
 
     options = options or BuildOptions()
     progress = progress or NoProgress()
@@ -506,7 +506,7 @@ def run_build(
             resources = read_catalog(settings.catalog_path)
         report.resources = len(resources)
         if not resources:
-            from dmlqa.localdocs import local_files
+            from dmlqa.catalog.local import local_files
 
             if not local_files(settings.corpus_dir):
                 raise NothingToBuildError(
@@ -515,7 +515,7 @@ def run_build(
                 )
 
         if options.executor == "ray":
-            from dmlqa.executor_ray import run_stages
+            from dmlqa.pipeline.ray_executor import run_stages
 
             staged = run_stages(settings, options, resources, report, progress)
         elif options.executor == "local":

@@ -16,10 +16,10 @@ from dataclasses import dataclass
 from html.parser import HTMLParser
 from urllib.parse import parse_qs, quote, urljoin, urlsplit
 
+from dmlqa.acquire.fetch import Fetcher
+from dmlqa.catalog.urls import arxiv_id, github_repo
 from dmlqa.errors import FetchError
-from dmlqa.fetch import Fetcher
 from dmlqa.models import FetchResult
-from dmlqa.urls import arxiv_id, github_repo
 
 logger = logging.getLogger(__name__)
 

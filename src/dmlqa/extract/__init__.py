@@ -1,0 +1,2 @@
+"""Extract stage: turn fetched bytes (HTML, PDF, text) into documents with pages, facts and sentences.
+"""
