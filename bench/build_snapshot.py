@@ -57,7 +57,7 @@ def main() -> None:
                     *map(str, lists)], check=True, capture_output=True)
     # A fresh encoder cache would add the one-time ONNX export to the first build: do it first.
     subprocess.run([sys.executable, "-c", "from dmlqa.settings import load_settings; from dmlqa.index.embed import "
-                    f"load_encoder; s=load_settings({str(env_home)!r}); load_encoder(s.model, {args.encoder!r}, "
+                    f"load_encoder; s=load_settings({str(env_home)!r}); load_encoder(s.embed.model, {args.encoder!r}, "
                     "s.encoders_dir)"], check=True)
 
     full, full_wall, full_rss = run_build(env_home, snap, args.encoder)

@@ -46,14 +46,14 @@ def embedding_throughput(n: int) -> dict:
     from dmlqa.settings import Settings
 
     cache_dir = Path(os.environ.get("DMLQA_ENCODER_CACHE", Path.home() / ".cache" / "dmlqa" / "encoders"))
-    settings = Settings(home=Path(tempfile.mkdtemp()), encoder_cache=str(cache_dir))
+    settings = Settings(home=Path(tempfile.mkdtemp())).with_overrides(encoder_cache=str(cache_dir))
     texts = passages(n)
-    encoder = load_encoder(settings.model, settings.encoder, settings.encoders_dir)
-    embed_texts(texts[:16], encoder, None, batch_size=settings.batch_size)  # warm-up
+    encoder = load_encoder(settings.embed.model, settings.embed.encoder, settings.encoders_dir)
+    embed_texts(texts[:16], encoder, None, batch_size=settings.embed.batch_size)  # warm-up
     t0 = time.perf_counter()
-    local = embed_texts(texts, encoder, None, batch_size=settings.batch_size).vectors
+    local = embed_texts(texts, encoder, None, batch_size=settings.embed.batch_size).vectors
     local_s = time.perf_counter() - t0
-    out = {"passages": n, "words_per_passage": 150, "encoder": encoder.key, "batch_size": settings.batch_size,
+    out = {"passages": n, "words_per_passage": 150, "encoder": encoder.key, "batch_size": settings.embed.batch_size,
            "local": {"seconds": round(local_s, 2), "passages_per_s": round(n / local_s, 1)}}
 
     import ray

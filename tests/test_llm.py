@@ -137,7 +137,8 @@ def test_no_passages_still_builds_a_prompt() -> None:
 
 def test_config_from_settings(tmp_path: Path) -> None:
     assert LLMConfig.from_settings(Settings(home=tmp_path)) is None
-    assert LLMConfig.from_settings(Settings(home=tmp_path, llm_base_url="http://localhost:11434/v1")) is None
+    only_url = Settings(home=tmp_path).with_overrides(llm_base_url="http://localhost:11434/v1")
+    assert LLMConfig.from_settings(only_url) is None
     env = {"DMLQA_LLM_BASE_URL": "http://localhost:11434", "DMLQA_LLM_MODEL": "qwen2.5:7b",
            "OPENAI_API_KEY": "sk-env", "DMLQA_LLM_TIMEOUT": "7.5"}
     config = LLMConfig.from_settings(load_settings(tmp_path, env=env))

@@ -73,7 +73,7 @@ class KnowledgeBase:
         from dmlqa.pipeline.build import BuildOptions, run_build
 
         options = BuildOptions(archives=tuple(Path(a) for a in archives), offline=offline,
-                               refresh_lists=refresh_lists, executor=self.settings.executor)
+                               refresh_lists=refresh_lists, executor=self.settings.build.executor)
         return run_build(self.settings, options, progress=progress)
 
     # -- asking ---------------------------------------------------------------------------------------

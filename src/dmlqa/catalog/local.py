@@ -25,9 +25,9 @@ from typing import Any
 
 from dmlqa.acquire.fetch import format_size
 from dmlqa.models import Block, Document, Failure
+from dmlqa.paths import LOCAL_DIR
 
 SUPPORTED_SUFFIXES = {".pdf", ".html", ".htm", ".md", ".markdown", ".txt", ".text", ".rst", ".jsonl"}
-LOCAL_DIR = "local"
 #: The years a record may give (anything else is a typo or junk such as "²" or 1e25).
 YEAR_MIN, YEAR_MAX = 1000, 2100
 #: Bad records of one file listed one by one; the rest are counted in one line.

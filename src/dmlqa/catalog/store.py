@@ -38,9 +38,8 @@ from dmlqa.catalog.urls import (
 from dmlqa.errors import CatalogError
 from dmlqa.fsutil import atomic_write_text
 from dmlqa.models import ET_AL, Resource
+from dmlqa.paths import CATALOG_FILE, LISTS_FILE
 
-CATALOG_FILE = "catalog.jsonl"
-LISTS_FILE = "lists.toml"
 LISTS_DIR = "lists"
 
 

@@ -36,11 +36,10 @@ from dmlqa.extract.sentences import Sentence
 from dmlqa.index.ann import choose_index_type
 from dmlqa.index.lexical import LexicalIndex
 from dmlqa.models import Chunk, Document
+from dmlqa.paths import CURRENT, VERSIONS
 
 log = logging.getLogger(__name__)
 
-CURRENT = "CURRENT"
-VERSIONS = "versions"
 BUILDING_PREFIX = ".building-"
 FORMAT = 1
 

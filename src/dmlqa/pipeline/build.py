@@ -415,11 +415,11 @@ def _local_stages(
     docs = one_per_work(resources, docs, report)
 
     with _timed(report, "chunk"):
-        path = model_dir(settings.model)
+        path = model_dir(settings.embed.model)
         counter = TokenCounter.from_model_dir(path) if path else None
         if counter is None:
-            raise DmlqaError(f"model {settings.model!r} has no local folder with tokenizer.json")
-        chunker = Chunker(counter, chunk_tokens=settings.chunk_tokens, overlap=settings.chunk_overlap)
+            raise DmlqaError(f"model {settings.embed.model!r} has no local folder with tokenizer.json")
+        chunker = Chunker(counter, chunk_tokens=settings.index.chunk_tokens, overlap=settings.index.chunk_overlap)
         chunks: list[Chunk] = []
         for d in docs:
             try:
@@ -430,13 +430,13 @@ def _local_stages(
     report.chunks = len(chunks)
 
     with _timed(report, "embed"):
-        encoder = load_encoder(settings.model, settings.encoder, settings.encoders_dir)
-        cache = EmbeddingCache(settings.index_dir / "cache" / "embeddings.sqlite")
+        encoder = load_encoder(settings.embed.model, settings.embed.encoder, settings.encoders_dir)
+        cache = EmbeddingCache(settings.paths.embeddings_cache)
         titles = {d.doc_id: d.title for d in docs}
         texts = [dense_text(titles[c.doc_id], c.section, c.text) for c in chunks]
         try:
             advance = progress.start("embed", len(texts))
-            result = embed_texts(texts, encoder, cache, batch_size=settings.batch_size, progress=advance)
+            result = embed_texts(texts, encoder, cache, batch_size=settings.embed.batch_size, progress=advance)
             progress.done("embed")
         finally:
             cache.close()
@@ -460,13 +460,13 @@ def sentence_stage(
 
     kept = [(o, s) for d in docs for o, s in enumerate(split_document(d)) if s.quotable]
     report.sentences = len(kept)
-    encoder = encoder or load_encoder(settings.model, settings.encoder, settings.encoders_dir)
+    encoder = encoder or load_encoder(settings.embed.model, settings.embed.encoder, settings.encoders_dir)
     if not kept:
         return [], np.zeros((0, encoder.dim), dtype=np.float32)
-    cache = EmbeddingCache(settings.index_dir / "cache" / "embeddings.sqlite")
+    cache = EmbeddingCache(settings.paths.embeddings_cache)
     try:
         advance = progress.start("sentences", len(kept))
-        result = embed_texts([s.text for _, s in kept], encoder, cache, batch_size=settings.batch_size,
+        result = embed_texts([s.text for _, s in kept], encoder, cache, batch_size=settings.embed.batch_size,
                              progress=advance)
         progress.done("sentences")
     finally:
@@ -494,7 +494,7 @@ def run_build(
     t_all = time.perf_counter()
     with WriterLock(settings.home, "build"), recording(settings.index_dir, report, trigger=options.trigger):
         settings.index_dir.mkdir(parents=True, exist_ok=True)
-        prune(settings.index_dir, settings.keep_versions)  # clears debris of a crashed build first
+        prune(settings.index_dir, settings.index.keep_versions)  # clears debris of a crashed build first
         _remove_stale_pointers(settings.index_dir)
         previous = published_documents(settings.index_dir)
 
@@ -529,23 +529,23 @@ def run_build(
 
         with _timed(report, "index"):
             meta = {
-                "model": settings.model,
-                "encoder": settings.encoder,
+                "model": settings.embed.model,
+                "encoder": settings.embed.encoder,
                 "encoder_key": staged.encoder_key,
                 "resources": report.resources,
                 "failed": [f.to_json() for f in report.failed],
-                "chunk_tokens": settings.chunk_tokens,
-                "chunk_overlap": settings.chunk_overlap,
+                "chunk_tokens": settings.index.chunk_tokens,
+                "chunk_overlap": settings.index.chunk_overlap,
                 "duplicates": [d.to_json() for d in report.duplicates],
                 "coverage": report.coverage,
                 "dense_text": "title — section\\ntext",
             }
             name = write_version(
-                settings.index_dir, docs, chunks, vectors, meta, ann_threshold=settings.ann_threshold,
-                ivfpq_threshold=settings.ivfpq_threshold, sentences=sentences, sentence_vectors=sentence_vectors,
+                settings.index_dir, docs, chunks, vectors, meta, ann_threshold=settings.index.ann_threshold,
+                ivfpq_threshold=settings.index.ivfpq_threshold, sentences=sentences, sentence_vectors=sentence_vectors,
             )
             publish(settings.index_dir, name)
-            prune(settings.index_dir, settings.keep_versions)
+            prune(settings.index_dir, settings.index.keep_versions)
         report.index_version = name
         report.seconds["total"] = time.perf_counter() - t_all
     log.debug("fetch stats: %s", staged.fetch_stats)

@@ -6,18 +6,28 @@ from typing import Any
 
 from dmlqa.errors import IndexDamagedError, IndexMissingError
 from dmlqa.index.versions import VERSIONS, check_version, current_version
+from dmlqa.paths import SETTINGS_FILE
 from dmlqa.pipeline.runs import read_runs, read_schedule
-from dmlqa.settings import SETTINGS_FILE, Settings
+from dmlqa.settings import Settings
 
-_TEMPLATE = """# dmlqa settings for this home. Every key can also be set as DMLQA_<KEY> in the environment.
+_TEMPLATE = """# dmlqa settings for this home, by section. Every key can also be set in the environment as
+# DMLQA_<SECTION>_<KEY> (DMLQA_EMBED_MODEL, DMLQA_LLM_BASE_URL, ...).
+
+[embed]
 # model = "bundled:all-MiniLM-L6-v2"   # or a sentence-transformers model name / local path
 # encoder = "onnx-int8"                 # onnx-int8 | onnx | torch
+
+[index]
 # chunk_tokens = 200
 # chunk_overlap = 32
 # keep_versions = 3
-# llm_base_url = "http://localhost:11434/v1"
-# llm_model = "llama3.1"
-# ui_password = "..."                   # the chat app asks for it (user name: dmlqa)
+
+[llm]
+# base_url = "http://localhost:11434/v1"
+# model = "llama3.1"
+
+[ui]
+# password = "..."                      # the chat app asks for it (user name: dmlqa)
 
 [fetch]
 # concurrency = 8
@@ -31,7 +41,7 @@ _TEMPLATE = """# dmlqa settings for this home. Every key can also be set as DMLQ
 def init_home(settings: Settings) -> list[str]:
     """Create the folders and a commented settings file; never overwrite anything."""
     created: list[str] = []
-    for path in (settings.corpus_dir, settings.index_dir, settings.corpus_dir / "local"):
+    for path in (settings.corpus_dir, settings.index_dir, settings.paths.local_dir):
         if not path.exists():
             path.mkdir(parents=True)
             created.append(str(path.relative_to(settings.home)) + "/")

@@ -15,8 +15,7 @@ import time
 from pathlib import Path
 
 from dmlqa.errors import BuildLockedError
-
-LOCK_FILE = ".dmlqa-build.lock"
+from dmlqa.paths import LOCK_FILE
 
 
 class WriterLock:

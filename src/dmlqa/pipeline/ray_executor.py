@@ -264,12 +264,13 @@ def _chunk_batch(batch: dict[str, np.ndarray], model: str, chunk_tokens: int, ov
 def _chunk_all(ray: Any, settings: Settings, docs: Sequence[Document], report: BuildReport) -> list[Chunk]:
     if not docs:
         return []
-    _chunker(settings.model, settings.chunk_tokens, settings.chunk_overlap)  # fail early, on the driver
+    model, tokens, overlap = settings.embed.model, settings.index.chunk_tokens, settings.index.chunk_overlap
+    _chunker(model, tokens, overlap)  # fail early, on the driver
     rows = [{"i": i, "doc": json.dumps(d.to_json(), ensure_ascii=False)} for i, d in enumerate(docs)]
     ds = ray.data.from_items(rows, override_num_blocks=max(1, len(rows) // CHUNK_BATCH)).map_batches(
         _chunk_batch,
         batch_size=CHUNK_BATCH,
-        fn_kwargs={"model": settings.model, "chunk_tokens": settings.chunk_tokens, "overlap": settings.chunk_overlap},
+        fn_kwargs={"model": model, "chunk_tokens": tokens, "overlap": overlap},
     )
     out = sorted(ds.take_all(), key=lambda r: int(r["i"]))
     if len(out) != len(docs):
@@ -333,7 +334,7 @@ def embed_on_ray(
     out = np.zeros((len(texts), dim), dtype=np.float32)
     if not texts:
         return out
-    groups = embed_groups(texts, settings.batch_size)
+    groups = embed_groups(texts, settings.embed.batch_size)
     gpus = cluster_gpus()
     if actors <= 0:
         cpus = int(ray.cluster_resources().get("CPU", 1))
@@ -347,8 +348,8 @@ def embed_on_ray(
         num_gpus=1 if gpus else 0,
         num_cpus=1,
         fn_constructor_kwargs={
-            "model": settings.model, "encoder": settings.encoder, "cache_dir": str(settings.encoders_dir),
-            "batch_size": settings.batch_size, "device": "cuda" if gpus else "cpu",
+            "model": settings.embed.model, "encoder": settings.embed.encoder, "cache_dir": str(settings.encoders_dir),
+            "batch_size": settings.embed.batch_size, "device": "cuda" if gpus else "cpu",
         },
     )
     seen = 0
@@ -390,7 +391,7 @@ def run_stages(
 
     ray = _import_ray()
     t0 = time.perf_counter()
-    started = connect(settings.ray_address or None, temp_dir=settings.home / "ray")
+    started = connect(settings.ray.address or None, temp_dir=settings.paths.ray_temp)
     report.seconds["ray_init"] = time.perf_counter() - t0
     try:
         _quiet_data_context()
@@ -409,11 +410,11 @@ def run_stages(
         with _timed(report, "embed"):
             # The driver loads the encoder too: its key names the index, and on one machine its
             # one-time ONNX export is done before the actors (which would race on it) start.
-            encoder = load_encoder(settings.model, settings.encoder, settings.encoders_dir)
+            encoder = load_encoder(settings.embed.model, settings.embed.encoder, settings.encoders_dir)
             titles = {d.doc_id: d.title for d in docs}
             texts = [dense_text(titles[c.doc_id], c.section, c.text) for c in chunks]
             hashes = [text_sha256(t) for t in texts]
-            cache = EmbeddingCache(settings.index_dir / "cache" / "embeddings.sqlite")
+            cache = EmbeddingCache(settings.paths.embeddings_cache)
             try:
                 known = cache.get_many(encoder.key, hashes)
                 todo: dict[str, str] = {}
@@ -430,7 +431,7 @@ def run_stages(
                 advance = progress.start("embed", len(pending))
                 embed_on_ray(
                     ray, [t for _, t in pending], settings=settings, encoder_key=encoder.key, dim=encoder.dim,
-                    actors=settings.ray_embed_actors, progress=advance, on_vectors=keep_vectors,
+                    actors=settings.ray.embed_actors, progress=advance, on_vectors=keep_vectors,
                 )
                 progress.done("embed")
             finally:

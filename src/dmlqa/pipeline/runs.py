@@ -31,11 +31,10 @@ from typing import Any, Protocol
 from dmlqa.fsutil import atomic_write_text
 from dmlqa.index.versions import VERSIONS, current_version
 from dmlqa.models import Chunk, Document
+from dmlqa.paths import RUNS_FILE, SCHEDULE_FILE
 
 log = logging.getLogger(__name__)
 
-RUNS_FILE = "runs.jsonl"
-SCHEDULE_FILE = "schedule.json"
 IN_PROGRESS_FILE = "run-in-progress.json"
 #: Ids listed per change kind in one record; the counts are always complete. A first build adds
 #: every resource, and a line of tens of thousands of ids helps nobody reading a status table.

@@ -86,13 +86,13 @@ class LLMConfig:
     @classmethod
     def from_settings(cls, settings: Any) -> LLMConfig | None:
         """The config for ``settings`` (a :class:`dmlqa.settings.Settings`), or None when no LLM is set up."""
-        base_url = (getattr(settings, "llm_base_url", None) or "").strip()
-        model = (getattr(settings, "llm_model", None) or "").strip()
+        section = settings.llm
+        base_url = (section.base_url or "").strip()
+        model = (section.model or "").strip()
         if not base_url or not model:
             return None
-        timeout = getattr(settings, "llm_timeout", None) or 60.0
-        return cls(base_url=base_url, model=model, api_key=getattr(settings, "llm_api_key", None) or None,
-                   timeout=float(timeout))
+        return cls(base_url=base_url, model=model, api_key=section.api_key or None,
+                   timeout=float(section.timeout or 60.0))
 
     @property
     def deadline(self) -> float:

@@ -159,7 +159,7 @@ class Searcher:
                     )
                 if self._store is None and self._use_store:
                     try:
-                        self._store = EmbeddingCache(self.settings.index_dir / "cache" / "embeddings.sqlite")
+                        self._store = EmbeddingCache(self.settings.paths.embeddings_cache)
                     except (OSError, sqlite3.Error):
                         self._store = None
                 self._encoders[key] = CachedEncoder(enc, store=self._store)
@@ -207,8 +207,8 @@ class Searcher:
 
         with self._lock:
             if self._reranker is None:
-                self._reranker = Reranker(self.settings.reranker)
-        head = ordered[: self.settings.rerank_candidates]
+                self._reranker = Reranker(self.settings.answer.reranker)
+        head = ordered[: self.settings.answer.rerank_candidates]
         records = version.chunks([r for r, _ in head])
         scores = self._reranker.scores(query, [records[r].text for r, _ in head])
         reranked = sorted(zip([r for r, _ in head], scores.tolist(), strict=True), key=lambda kv: -kv[1])
@@ -238,7 +238,7 @@ class Searcher:
         else:
             fused = raw
         ordered = sorted(fused.items(), key=lambda kv: -kv[1])
-        if self.settings.reranker and options.rerank and ordered:
+        if self.settings.answer.reranker and options.rerank and ordered:
             ordered = self._rerank(version, query, ordered)
         if options.per_doc:
             seen: set[str] = set()
