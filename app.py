@@ -1,23 +1,20 @@
 """Start the dmlqa chat app: ``python app.py [--home DIR] [--host 127.0.0.1] [--port 7860]``.
 
-The same as ``dmlqa serve``. It listens on 127.0.0.1 unless ``--host`` says otherwise, needs no
-network (Gradio's analytics and share tunnel are off) and asks for a password when
-``DMLQA_UI_PASSWORD`` is set (user name ``dmlqa``). See README.md, "The chat app".
+The same as ``dmlqa serve`` (both call :func:`dmlqa.app.ui.serve`). It listens on 127.0.0.1 unless
+``--host`` says otherwise, needs no network (Gradio's analytics and share tunnel are off) and asks
+for a password when ``DMLQA_UI_PASSWORD`` is set (user name ``dmlqa``). See README.md, "The chat app".
 """
 
 from __future__ import annotations
 
-import os
+import argparse
+import logging
+import sys
+from pathlib import Path
 
-os.environ["GRADIO_ANALYTICS_ENABLED"] = "False"  # before anything imports gradio
-
-import argparse  # noqa: E402
-import logging  # noqa: E402
-import sys  # noqa: E402
-from pathlib import Path  # noqa: E402
-
-from dmlqa.app.ui import DEFAULT_HOST, DEFAULT_PORT, exposure_warning, launch, ui_password  # noqa: E402
-from dmlqa.settings import load_settings  # noqa: E402
+from dmlqa.api import KnowledgeBase
+from dmlqa.app.ui import DEFAULT_HOST, DEFAULT_PORT, serve
+from dmlqa.errors import DmlqaError
 
 
 def main(argv: list[str] | None = None) -> None:
@@ -28,15 +25,10 @@ def main(argv: list[str] | None = None) -> None:
     args = ap.parse_args(argv)
     logging.basicConfig(level=logging.WARNING, format="%(levelname)s %(name)s: %(message)s", stream=sys.stderr)
     try:
-        settings = load_settings(args.home)
-    except ValueError as exc:
+        kb = KnowledgeBase(args.home)
+    except (ValueError, DmlqaError) as exc:  # a missing home, an invalid dmlqa.toml
         sys.exit(f"error: {exc}")
-    password = ui_password(settings, os.environ)
-    warning = exposure_warning(args.host, password=bool(password))
-    if warning:
-        print(f"warning: {warning}", file=sys.stderr)
-    print(f"dmlqa chat app: http://{args.host}:{args.port} (home {settings.home})", file=sys.stderr, flush=True)
-    launch(settings, host=args.host, port=args.port, password=password)
+    serve(kb, host=args.host, port=args.port)
 
 
 if __name__ == "__main__":

@@ -63,7 +63,7 @@ def embedding_throughput(n: int) -> dict:
     t0 = time.perf_counter()
     ray.init(num_cpus=2, include_dashboard=False, log_to_driver=False, _temp_dir=f"/tmp/ray-bench-{os.getpid()}")
     out["ray_init_s"] = round(time.perf_counter() - t0, 2)
-    executor_ray._quiet_data_context()
+    executor_ray.quiet_data_context()
     try:
         for actors in (1, 2):
             t0 = time.perf_counter()

@@ -203,3 +203,30 @@ def test_follow_up_is_answered_about_its_new_aspect_without_repeating(asker: Ask
     assert not second.refused and "gradient" in second.answer.lower()
     alone = asker.ask("what about the gradients?")
     assert alone.refused or alone.answer != second.answer  # the previous question gave it its subject
+
+
+def test_filters_from_options_is_how_front_ends_build_filters() -> None:
+    """The CLI's repeated options arrive as lists or None, the API's as sequences: both give the same filters."""
+    assert Filters.from_options() == Filters()
+    assert Filters.from_options(kinds=None, topics=None, hosts=None) == Filters()
+    got = Filters.from_options(kinds=["paper", "repo"], since=2020, until=2023, topics=("Papers",),
+                               hosts=["arxiv.org"], include_undated=True)
+    assert got == Filters(kinds=("paper", "repo"), since=2020, until=2023, topics=("Papers",), hosts=("arxiv.org",),
+                          include_undated=True)
+
+
+def test_asker_from_settings_sets_up_the_configured_llm(home: Path) -> None:
+    settings = load_settings(home)
+    plain = Asker.from_settings(settings)
+    assert plain.llm is None and plain.searcher.settings is settings
+    with_llm = Asker.from_settings(settings.with_overrides(llm__base_url="http://localhost:11434", llm__model="m"))
+    assert isinstance(with_llm.llm, LLMBackend) and with_llm.llm.name == "llm:m"
+    assert with_llm.llm.base_url == "http://localhost:11434/v1"
+
+
+def test_query_package_names_what_it_offers() -> None:
+    import dmlqa.query as query
+
+    assert {"Searcher", "SearchOptions", "Filters", "Asker", "AskOptions", "related", "to_bibtex",
+            "score_answers", "read_questions"} <= set(query.__all__)
+    assert all(hasattr(query, name) for name in query.__all__)

@@ -11,10 +11,12 @@ from pathlib import Path
 
 import pytest
 
-from dmlqa.acquire.archive import ArchiveError, ArchiveReplay, ArchiveWriter, Manifest
+from dmlqa.acquire.archive import ArchiveReplay, ArchiveWriter
 from dmlqa.acquire.fetch import Fetcher
+from dmlqa.acquire.manifest import Manifest
 from dmlqa.acquire.resolve import fetch_resource
 from dmlqa.catalog.urls import spelling_key
+from dmlqa.errors import ArchiveError
 from dmlqa.models import FetchResult
 from dmlqa.settings import FetchConfig
 

@@ -235,7 +235,7 @@ def test_any_text_gives_bibtex_that_parses(title: str, authors: list[str], venue
 
 def test_a_lists_et_al_reaches_bibtex_as_and_others() -> None:
     """"by Tal Ben-Nun et al., ACM Computing Surveys 2020" in a list: BibTeX must not claim one author."""
-    from dmlqa.catalog.store import parse_list
+    from dmlqa.catalog.lists import parse_list
 
     res = parse_list("# L\n- [Demystifying Parallel and Distributed Deep Learning](https://arxiv.org/abs/1802.09941)"
                      " by Tal Ben-Nun et al., ACM Computing Surveys 2020\n", "l").resources[0]

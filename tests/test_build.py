@@ -186,3 +186,40 @@ def test_second_concurrent_build_is_refused(tmp_path: Path) -> None:
     with WriterLock(home.resolve(), "build"):
         result = runner.invoke(app, ["--home", str(home), "build"])
     assert result.exit_code == 1 and "another dmlqa build is running" in result.output
+
+
+# -- the stage functions on their own ----------------------------------------------------------------
+
+
+def test_a_stage_returns_its_result_and_the_report_is_made_from_it() -> None:
+    """extract_one touches nothing shared; its result crosses a process (Ray) unchanged, and the
+    report's counts come from adding results, as both executors do."""
+    from dmlqa.errors import FetchError
+    from dmlqa.models import Block, Document
+    from dmlqa.pipeline.report import BuildReport, ExtractResult, FetchBatch, Fetched
+    from dmlqa.pipeline.stages import extract_one
+
+    res = Resource(id="web:x", url="https://example.org/x", title="https://example.org/x", kind="docs",
+                   lists=("awesome",), aliases=("http://example.org/x",))
+    previous = Document(doc_id="web:x", url=res.url, title="A real title", sha256="abc",
+                        blocks=(Block(text="Stored text about pipeline parallelism."),))
+    failed = Fetched(res, None, FetchError(res.address, "HTTP 503"))
+    kept = extract_one(failed, previous)
+    assert (kept.kept_previous, kept.extracted, [f.to_json() for f in kept.failed]) == (
+        1, 0, [{"url": "http://example.org/x", "stage": "fetch", "error": "HTTP 503"}])
+    doc = kept.documents[0]
+    assert doc.title == "A real title"  # a catalog title that only spells the URL never replaces a real one
+    assert doc.text == previous.text and doc.lists == ("awesome",)
+    assert doc.aliases == ("https://example.org/x", "http://example.org/x")
+    card = extract_one(failed, None)
+    assert card.documents[0].is_card and card.kept_previous == 0 and len(card.failed) == 1
+
+    assert ExtractResult.from_json(json.loads(json.dumps(kept.to_json()))) == kept
+    both = ExtractResult.combine([kept, card])
+    assert [d.is_card for d in both.documents] == [False, True] and len(both.failed) == 2
+    rows = FetchBatch.combine([FetchBatch.from_json(FetchBatch.of([failed], {"requests": 2}).to_json())] * 3)
+    assert (rows.fetched, rows.not_modified, rows.from_archive, rows.stats) == (0, 0, 0, {"requests": 6})
+    report = BuildReport()
+    report.add_fetch(rows)
+    report.add_extract(both)
+    assert (report.kept_previous, len(report.failed), report.fetched_ok) == (1, 2, 0)

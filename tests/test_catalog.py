@@ -10,18 +10,9 @@ from pathlib import Path
 
 import pytest
 
-from dmlqa.catalog.store import (
-    ImportReport,
-    ParsedList,
-    import_lists,
-    list_name_for,
-    merge,
-    parse_list,
-    read_catalog,
-    read_lists,
-    repair_mojibake,
-    write_catalog,
-)
+from dmlqa.catalog.lists import ParsedList, list_name_for, parse_list
+from dmlqa.catalog.markdown import repair_mojibake
+from dmlqa.catalog.store import ImportReport, import_lists, merge, read_catalog, read_lists, write_catalog
 from dmlqa.catalog.urls import canonicalize, resource_id
 from dmlqa.errors import CatalogError
 from dmlqa.models import KINDS, Resource

@@ -5,7 +5,8 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from dmlqa.index.embed import EmbeddingCache, EncoderError, embed_texts, load_encoder, text_sha256
+from dmlqa.errors import EncoderError
+from dmlqa.index.embed import EmbeddingCache, embed_texts, load_encoder, text_sha256
 from dmlqa.settings import BUNDLED_MODEL
 
 TEXTS = [
@@ -90,3 +91,32 @@ def test_cached_encoder_persists_vectors_across_restarts(tmp_path: Path, encoder
     assert second_inner.seen == []
     second.encode(["a user question"])
     assert second_inner.seen == ["a user question"]
+
+
+def test_every_vector_source_gives_the_same_vectors_and_fills_the_cache(tmp_path: Path, encoder) -> None:  # noqa: ANN001
+    """The one embed-and-cache loop: a source that answers its batches out of order (as a Ray actor
+    pool does) gives the local vectors, in the local batches, and the cache is flushed as it goes."""
+    from dmlqa.errors import DmlqaError
+    from dmlqa.index.embed import embed_groups
+
+    texts = [f"{t} ({i})" for i in range(7) for t in TEXTS]  # 21 distinct texts
+    local = embed_texts(texts, encoder, None, batch_size=4, flush_every=8)
+    seen_groups: list[list[int]] = []
+
+    def backwards(pending, groups):  # noqa: ANN001, ANN202
+        seen_groups.extend(groups)
+        for group in reversed(groups):
+            yield group, encoder.encode([pending[i] for i in group], batch_size=4)
+
+    cache = EmbeddingCache(tmp_path / "e.sqlite")
+    writes: list[int] = []
+    put_many = cache.put_many
+    cache.put_many = lambda key, items: (writes.append(len(items)), put_many(key, items))  # type: ignore[method-assign]
+    remote = embed_texts(texts, encoder, cache, batch_size=4, flush_every=8, source=backwards)
+    assert seen_groups == embed_groups(len(texts), 4, 8)  # batches never straddle a flush
+    assert [len(g) for g in seen_groups] == [4, 4, 4, 4, 4, 1]
+    assert np.array_equal(remote.vectors, local.vectors) and (remote.embedded, remote.reused) == (21, 0)
+    assert sum(writes) == 21 and len(writes) >= 2  # written in parts, not once at the end
+    assert embed_texts(texts, encoder, cache, batch_size=4).embedded == 0
+    assert not issubclass(EncoderError, RuntimeError) and issubclass(EncoderError, DmlqaError)
+    cache.close()

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import importlib
 import json
 from pathlib import Path
 
@@ -18,17 +19,12 @@ from fixtures_docs import (
     prose,
 )
 
+from dmlqa.catalog.lists import parse_list
+from dmlqa.catalog.urls import url_title
 from dmlqa.errors import ExtractError
-from dmlqa.extract.documents import (
-    Extracted,
-    catalog_card,
-    clean_text,
-    decode_text,
-    dehyphenate,
-    extract_bytes,
-    extract_file,
-    to_document,
-)
+from dmlqa.extract.documents import catalog_card, extract_bytes, extract_file, to_document
+from dmlqa.extract.pdf import dehyphenate
+from dmlqa.extract.text import Extracted, clean_text, decode_text
 from dmlqa.models import BLOCK_SEPARATOR, Block, Resource
 
 ARTICLE_SECTIONS = [
@@ -135,6 +131,16 @@ def test_landing_page_gives_title_abstract_and_pdf_link() -> None:
     assert ex.pdf_url == "https://dl.example.org/doi/pdf/10.1145/3341301"
     assert ex.authors == ("Ada Lovelace", "Charles Babbage")
     assert ex.date == "2019/10/27"
+
+
+def test_pdf_link_resolves_as_the_resolver_resolves_it() -> None:
+    """The extractor records the same PDF the resolver follows: ``<base href>`` honoured, fragment dropped."""
+    from dmlqa.acquire.resolve import citation_pdf_url
+
+    abstract = prose(8, 4)
+    page = landing_page("Based", abstract, "a.pdf#page=2").replace("<head>", '<head><base href="https://cdn.x.org/p/">')
+    ex = extract_bytes(page.encode(), "text/html", url="https://x.org/abs/1")
+    assert ex.pdf_url == citation_pdf_url(page.encode(), "https://x.org/abs/1") == "https://cdn.x.org/p/a.pdf"
 
 
 def test_landing_page_with_abstract_only_in_metadata() -> None:
@@ -400,6 +406,35 @@ def test_to_document_prefers_catalog_facts() -> None:
     bare = Resource(id="x", url="https://example.org/post", title="https://example.org/post")
     doc = to_document(bare, ex, source_url=bare.url, sha256="cd")
     assert doc.title == "Untitled-ish PDF title" and doc.authors == ("Someone Else",)
+
+
+def test_fetched_title_replaces_the_catalog_placeholder() -> None:
+    """A bare link gets the catalog's placeholder title (the URL without its scheme); the page's own
+    title must replace it, while a title a person wrote is kept."""
+    parsed = parse_list("# L\n\n- https://example.org/blog/zero-offload/\n- [ZeRO](https://example.org/zero)\n", "l")
+    placeholder, named = sorted(parsed.resources, key=lambda r: r.url)
+    assert placeholder.title == url_title(placeholder.url) == "example.org/blog/zero-offload"
+    page = Extracted(blocks=(Block("text"),), content_type="html", title="ZeRO-Offload: Democratizing Training")
+    assert to_document(placeholder, page, source_url=placeholder.url, sha256="x").title == page.title
+    assert to_document(named, page, source_url=named.url, sha256="x").title == "ZeRO"
+    # no title in the page: the placeholder stays rather than nothing
+    untitled = Extracted(blocks=(Block("text"),), content_type="text")
+    assert to_document(placeholder, untitled, source_url=placeholder.url, sha256="x").title == placeholder.title
+
+
+def test_the_stage_offers_its_names_loaded_on_first_use() -> None:
+    """``dmlqa.extract`` names what the stage offers; importing it does not load the extractors."""
+    import subprocess
+    import sys
+
+    import dmlqa.extract as stage
+
+    assert sorted(stage.__all__) == sorted(stage._HOME)
+    for name in stage.__all__:
+        assert getattr(stage, name) is getattr(importlib.import_module(f"dmlqa.extract.{stage._HOME[name]}"), name)
+    code = "import sys, dmlqa.extract.sentences; print('trafilatura' in sys.modules, 'pypdf' in sys.modules)"
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
+    assert out.split() == ["False", "False"]
 
 
 # -- the real snapshot -----------------------------------------------------------------------------

@@ -20,16 +20,9 @@ from typer.testing import CliRunner
 
 from dmlqa.app.cli import app
 from dmlqa.catalog.store import write_catalog
-from dmlqa.extract.documents import (
-    Extracted,
-    clean_author,
-    extract_bytes,
-    merge_authors,
-    pdf_year,
-    split_authors,
-    to_document,
-    valid_year,
-)
+from dmlqa.extract.documents import extract_bytes, to_document
+from dmlqa.extract.facts import clean_author, merge_authors, pdf_year, split_authors, valid_year
+from dmlqa.extract.text import Extracted
 from dmlqa.index.versions import open_current
 from dmlqa.models import Block, Resource
 from dmlqa.query.search import Filters, allowed_docs, undated_excluded

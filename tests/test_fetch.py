@@ -20,10 +20,14 @@ import pytest
 from httpserver import LocalServer, Reply
 from warcio.archiveiterator import ArchiveIterator
 
-from dmlqa.acquire import fetch as fetch_module
-from dmlqa.acquire.archive import ArchiveReplay, ArchiveWriter, Manifest
-from dmlqa.acquire.fetch import Fetcher, format_size, parse_retry_after, sniff_content_type
+from dmlqa.acquire import http as http_module
+from dmlqa.acquire.archive import ArchiveReplay, ArchiveWriter
+from dmlqa.acquire.fetch import Fetcher
+from dmlqa.acquire.http import parse_retry_after
+from dmlqa.acquire.manifest import Manifest
 from dmlqa.errors import FetchError
+from dmlqa.fsutil import format_size
+from dmlqa.media import sniff_content_type
 from dmlqa.models import FetchResult
 from dmlqa.settings import FetchConfig
 
@@ -185,7 +189,7 @@ def test_dns_failure(monkeypatch: pytest.MonkeyPatch) -> None:
     async def no_such_host(host: str, port: int) -> list[str]:
         raise socket.gaierror(socket.EAI_NONAME, "Name or service not known")
 
-    monkeypatch.setattr(fetch_module, "_getaddrinfo", no_such_host)
+    monkeypatch.setattr(http_module, "_getaddrinfo", no_such_host)
     error = fetch_error(
         config(allow_private_hosts=False), "https://example.invalid/x", transport=FailingTransport()
     )
@@ -448,7 +452,7 @@ def test_names_resolving_to_private_addresses_are_refused(monkeypatch: pytest.Mo
     async def resolve(host: str, port: int) -> list[str]:
         return {"public.test": ["93.184.216.34"], "sneaky.test": ["93.184.216.34", "10.0.0.7"]}[host]
 
-    monkeypatch.setattr(fetch_module, "_getaddrinfo", resolve)
+    monkeypatch.setattr(http_module, "_getaddrinfo", resolve)
     cfg = config(allow_private_hosts=False, respect_robots=False)
     error = fetch_error(cfg, "https://sneaky.test/x", transport=FailingTransport())
     assert error.reason == (
@@ -574,7 +578,7 @@ def test_offline_replay_never_touches_the_network(tmp_path: Path, monkeypatch: p
     def no_dns(*args: object, **kwargs: object) -> None:
         raise AssertionError("DNS used while offline")
 
-    monkeypatch.setattr(fetch_module, "_getaddrinfo", no_dns)
+    monkeypatch.setattr(http_module, "_getaddrinfo", no_dns)
     monkeypatch.setattr(socket, "getaddrinfo", no_dns)
     monkeypatch.setattr(socket.socket, "connect", no_dns)
     with ArchiveWriter(tmp_path) as writer:

@@ -15,15 +15,8 @@ from fake_openai import FakeOpenAI, Reply
 from dmlqa.errors import DmlqaError
 from dmlqa.models import Hit
 from dmlqa.query.citations import REFUSAL_PREFIX, check_citations
-from dmlqa.query.llm import (
-    MAX_QUESTION_CHARS,
-    SYSTEM_PROMPT,
-    LLMBackend,
-    LLMConfig,
-    LLMError,
-    build_messages,
-    normalise_base_url,
-)
+from dmlqa.query.llm import LLMBackend, LLMConfig, LLMError, normalise_base_url
+from dmlqa.query.prompt import MAX_QUESTION_CHARS, SYSTEM_PROMPT, build_messages
 from dmlqa.settings import Settings, load_settings
 
 RING = "Ring all-reduce sends 2(N-1) messages per worker, so its bandwidth cost is independent of the worker count."

@@ -21,7 +21,8 @@ from typer.testing import CliRunner
 
 from dmlqa.models import Hit
 from dmlqa.query.citations import REFUSAL_PREFIX, check_citations
-from dmlqa.query.llm import LLMBackend, LLMConfig, LLMError, ReasoningFilter
+from dmlqa.query.llm import LLMBackend, LLMConfig, LLMError
+from dmlqa.query.reasoning import ReasoningFilter
 
 RING = "Ring all-reduce arranges the workers in a logical ring, so its bandwidth cost is independent of the workers."
 ZERO = "ZeRO partitions the optimizer states, gradients and parameters across the data-parallel ranks."

@@ -22,7 +22,7 @@ pytest.importorskip("ray.data", reason="Ray Data is not installed: pip install '
 
 from rebuild_fixtures import build_json, make_home, page_markdown, write_archive  # noqa: E402
 
-from dmlqa.catalog.local import LOCAL_DIR  # noqa: E402
+from dmlqa.paths import LOCAL_DIR  # noqa: E402
 
 KEYS = ["zero", "gpipe", "horovod", "megatron"]
 

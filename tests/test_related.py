@@ -11,15 +11,9 @@ from dmlqa.catalog.urls import canonicalize, resource_id
 from dmlqa.index.embed import embed_texts
 from dmlqa.index.versions import dense_text, publish, write_version
 from dmlqa.models import Block, Chunk, Document
-from dmlqa.query.related import (
-    Related,
-    RelatedResult,
-    doc_vectors,
-    identify,
-    looks_like_references,
-    related,
-    resolve_target,
-)
+from dmlqa.query.docvectors import doc_vectors
+from dmlqa.query.related import Related, RelatedResult, identify, related, resolve_target
+from dmlqa.query.relatedness import looks_like_references
 from dmlqa.query.search import Searcher
 from dmlqa.settings import load_settings
 

@@ -8,14 +8,14 @@ sharp: the searcher's order must be exactly the cross-encoder's order, not the f
 from __future__ import annotations
 
 import shutil
-from dataclasses import replace
 from pathlib import Path
 
 import numpy as np
 import pytest
 from test_index_search import build_index
 
-from dmlqa.index.embed import EncoderError, model_dir
+from dmlqa.errors import EncoderError, SettingsError
+from dmlqa.index.embed import model_dir
 from dmlqa.query.search import Searcher, SearchOptions
 from dmlqa.settings import BUNDLED_MODEL, load_settings
 
@@ -43,7 +43,7 @@ def test_configured_reranker_orders_the_results(tmp_path: Path, encoder, tiny_cr
     plain = Searcher(load_settings(tmp_path, env={}))
     query = "how does ZeRO partition optimizer states"
     fused = plain.search(query, SearchOptions(k=6))
-    settings = replace(load_settings(tmp_path, env={}), reranker=str(tiny_cross_encoder), rerank_candidates=6)
+    settings = load_settings(tmp_path, env={}).with_overrides(reranker=str(tiny_cross_encoder), rerank_candidates=6)
     reranked = Searcher(settings).search(query, SearchOptions(k=6))
     assert {h.chunk_id for h in reranked} == {h.chunk_id for h in fused}  # same candidates
     expected = CrossEncoder(str(tiny_cross_encoder)).predict([(query, h.text) for h in fused])
@@ -55,6 +55,10 @@ def test_configured_reranker_orders_the_results(tmp_path: Path, encoder, tiny_cr
 
 def test_missing_reranker_is_a_clear_error(tmp_path: Path, encoder) -> None:  # noqa: ANN001
     build_index(tmp_path, encoder)
-    settings = replace(load_settings(tmp_path, env={}), reranker=str(tmp_path / "no-such-model"))
+    with pytest.raises(SettingsError, match="no such path"):  # a path that is not there: refused on load
+        load_settings(tmp_path, env={}).with_overrides(reranker=str(tmp_path / "no-such-model"))
+    not_a_model = tmp_path / "not-a-model"  # a folder, but no model in it: refused when first used
+    not_a_model.mkdir()
+    settings = load_settings(tmp_path, env={}).with_overrides(reranker=str(not_a_model))
     with pytest.raises(EncoderError, match="cannot load reranker"):
         Searcher(settings).search("zero")

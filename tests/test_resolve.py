@@ -11,8 +11,9 @@ import httpx
 import pytest
 from httpserver import LocalServer, Reply
 
-from dmlqa.acquire.archive import ArchiveReplay, ArchiveWriter, Manifest
+from dmlqa.acquire.archive import ArchiveReplay, ArchiveWriter
 from dmlqa.acquire.fetch import Fetcher
+from dmlqa.acquire.manifest import Manifest
 from dmlqa.acquire.resolve import Resolved, candidate_urls, citation_pdf_url, fetch_resource
 from dmlqa.catalog.urls import arxiv_id
 from dmlqa.errors import FetchError

@@ -12,7 +12,7 @@ from rebuild_fixtures import cli, make_home
 
 import dmlqa.pipeline.runs as runs_mod
 from dmlqa.errors import CatalogError
-from dmlqa.pipeline.build import BuildReport
+from dmlqa.pipeline.report import BuildReport
 from dmlqa.pipeline.runs import (
     IN_PROGRESS_FILE,
     RUNS_FILE,

@@ -21,9 +21,10 @@ from dmlqa.catalog.store import import_lists, read_catalog
 from dmlqa.catalog.urls import resource_id
 from dmlqa.index.versions import current_version
 from dmlqa.models import Resource
-from dmlqa.pipeline.build import BuildOptions, run_build
+from dmlqa.pipeline.build import run_build
 from dmlqa.pipeline.lock import WriterLock
 from dmlqa.pipeline.refresh import replace_list_entries, upstream_urls
+from dmlqa.pipeline.report import BuildOptions
 from dmlqa.pipeline.runs import read_runs, read_schedule
 from dmlqa.pipeline.schedule import RunOutcome, Schedule, ScheduleError, SchedulerLock, parse_duration, run_scheduler
 
@@ -293,7 +294,7 @@ def test_schedule_command_honours_the_executor_setting(tmp_path: Path, monkeypat
     seen = {}
 
     def fake_run_scheduler(settings, plan, options, **kw):  # noqa: ANN001, ANN003, ANN202
-        seen["executor"] = options.executor
+        seen["executor"] = settings.build.executor  # the one place a build reads it from
 
     monkeypatch.setattr(schedule_mod, "run_scheduler", fake_run_scheduler)
     home = tmp_path / "kb"
@@ -302,3 +303,31 @@ def test_schedule_command_honours_the_executor_setting(tmp_path: Path, monkeypat
     result = CliRunner().invoke(cli_app, ["--home", str(home), "schedule", "--every", "24h", "--max-runs", "1"])
     assert result.exit_code == 0, result.output
     assert seen == {"executor": "ray"}
+
+
+@pytest.mark.parametrize("toml", ['executor = "ray"\n', '[build]\nexecutor = "ray"\n'], ids=["flat", "section"])
+def test_scheduled_builds_run_on_the_executor_of_the_settings(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, toml: str
+) -> None:
+    """A scheduled run builds with the executor dmlqa.toml names, whichever way it is spelled.
+
+    The Ray executor is replaced by one that only says it was chosen, so no cluster is needed.
+    """
+    import dmlqa.pipeline.ray_executor as ray_executor
+    from dmlqa.errors import ExecutorError
+    from dmlqa.settings import load_settings
+
+    class ChosenRay(ray_executor.RayExecutor):
+        def __enter__(self) -> ChosenRay:
+            raise ExecutorError(f"the ray executor was chosen ({self.settings.build.executor})")
+
+    monkeypatch.setattr(ray_executor, "RayExecutor", ChosenRay)
+    home = make_home(tmp_path / "kb", KEYS).home
+    (home / "dmlqa.toml").write_text(toml, encoding="utf-8")
+    settings = load_settings(home, env={})
+    outcomes = run_scheduler(settings, Schedule.parse(every="1h"), BuildOptions(offline=True), run_now=True,
+                             max_runs=1)
+    assert [o.error for o in outcomes] == ["the ray executor was chosen (ray)"]
+    assert [(r.ok, r.trigger, r.error) for r in read_runs(settings.index_dir)] == [
+        (False, "schedule", "the ray executor was chosen (ray)")
+    ]

@@ -11,19 +11,12 @@ import pytest
 from fake_openai import FakeOpenAI, Reply
 from test_index_search import build_index
 
-from dmlqa.app.ui import (
-    ChatService,
-    Example,
+from dmlqa.app.ui import exposure_warning, ui_password
+from dmlqa.app.ui_chat import chat_steps, describe_filters, follow_up_query, make_filters, year_choices
+from dmlqa.app.ui_examples import Example, answers_example, example_candidates, facets
+from dmlqa.app.ui_render import (
     answer_html,
-    answers_example,
-    chat_steps,
-    describe_filters,
-    example_candidates,
-    exposure_warning,
-    facets,
-    follow_up_query,
     friendly_error,
-    make_filters,
     question_html,
     related_html,
     rich_text,
@@ -32,10 +25,9 @@ from dmlqa.app.ui import (
     status_html,
     streaming_html,
     text_with_links,
-    ui_password,
     undated_note,
-    year_choices,
 )
+from dmlqa.app.ui_service import ChatService
 from dmlqa.errors import IndexMissingError
 from dmlqa.index.versions import DocRecord
 from dmlqa.models import Answer, Citation
@@ -538,7 +530,7 @@ def test_prewarm_is_skipped_when_the_version_stores_sentence_vectors(home: Path)
 
 def test_prewarm_makes_answers_hit_the_cache(tmp_path: Path, encoder) -> None:  # noqa: ANN001
     """A version built before sentence vectors were stored: the app embeds them once at start."""
-    from dmlqa.app.ui import candidate_sentences
+    from dmlqa.app.ui_service import candidate_sentences
 
     home = tmp_path
     build_index(home, encoder, sentences=False)

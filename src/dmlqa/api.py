@@ -8,6 +8,11 @@
     for token in kb.ask_stream("How does GPipe fill the pipeline?"): ...
     related = kb.related("1910.02054", k=10); status = kb.status()
 
+Every ``dmlqa`` command is one call here (``kb.schedule``, ``kb.evaluate``, ``kb.search_file``...), so
+the CLI, the chat app and any later server only parse their input and render what comes back; how
+the stages are wired (the ``Asker``, the filters, the build options) is decided in this module alone.
+Data flows one way: this module imports the stages, front ends import this module, never the reverse.
+
 Heavy parts (the embedding model, the index) load on first use and stay loaded; a newly published
 index version is picked up by the next call, as in the app. Every error a caller can cause is a
 :class:`dmlqa.errors.DmlqaError` with a message that says what and why.
@@ -16,12 +21,24 @@ index version is picked up by the next call, as in the app. Every error a caller
 from __future__ import annotations
 
 import os
-from collections.abc import Sequence
+from collections.abc import Callable, Iterator, Sequence
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any, ClassVar
 
 from dmlqa.models import Answer, Hit
-from dmlqa.settings import Settings, load_settings
+from dmlqa.settings import Settings, load_settings, resolve_home
+
+if TYPE_CHECKING:
+    from dmlqa.catalog.local import AddReport
+    from dmlqa.catalog.store import ImportReport
+    from dmlqa.models import Resource
+    from dmlqa.pipeline.report import BuildOptions, BuildReport, Progress
+    from dmlqa.pipeline.schedule import RunOutcome
+    from dmlqa.query.answer import AskStream
+    from dmlqa.query.related import RelatedResult
+    from dmlqa.query.search import Filters
+
+PathLike = str | os.PathLike[str]
 
 
 class KnowledgeBase:
@@ -34,64 +51,191 @@ class KnowledgeBase:
             ``allow_private_hosts=True``...), validated like ``dmlqa.toml`` values.
     """
 
-    def __init__(self, home: str | os.PathLike[str] | None = None, *, create: bool = False, **overrides: Any) -> None:
+    #: How the "no dmlqa home" error tells the user to make one. A front end words the remedy its own
+    #: way (the CLI: ``run `dmlqa init --home DIR```) by overriding this in a subclass.
+    create_hint: ClassVar[str] = "create it with KnowledgeBase({home!r}, create=True)"
+
+    def __init__(self, home: PathLike | None = None, *, create: bool = False, **overrides: Any) -> None:
         from dmlqa.errors import HomeError
 
-        path = Path(home).expanduser() if home is not None else None
-        if path is not None and path.exists() and not path.is_dir():
-            raise HomeError(f"{path} is a file, not a dmlqa home")
-        if path is not None and not path.exists() and not create:
-            raise HomeError(f"no dmlqa home at {path} (create it with KnowledgeBase({str(path)!r}, create=True))")
-        self.settings: Settings = load_settings(path).with_overrides(**overrides)
+        root = self.locate(home)
+        shown = home if home is not None else root  # the user's spelling, or where the default led
+        if root.exists() and not root.is_dir():
+            raise HomeError(f"{shown} is a file, not a dmlqa home")
+        if not create and not root.exists():
+            raise HomeError(f"no dmlqa home at {shown} ({self.create_hint.format(home=str(shown))})")
+        self.settings: Settings = load_settings(root).with_overrides(**overrides)
+        #: What ``create=True`` made (``corpus/``, ``dmlqa.toml``...); empty when the home was complete.
+        self.created: tuple[str, ...] = ()
         if create:
             from dmlqa.pipeline.home import init_home
 
-            init_home(self.settings)
+            self.created = tuple(init_home(self.settings))
         self._asker = None
+
+    @staticmethod
+    def locate(home: PathLike | None = None) -> Path:
+        """The folder a home argument names: ``home``, else ``$DMLQA_HOME``, else the current directory."""
+        return resolve_home(home)
 
     @property
     def home(self) -> Path:
         return self.settings.home
 
-    # -- building -----------------------------------------------------------------------------------
+    # -- the catalog and your own documents ------------------------------------------------------------
 
-    def import_lists(self, paths: Sequence[str | os.PathLike[str]], *, replace: bool = False):  # noqa: ANN201
-        """Parse awesome-list markdown files into the catalog; returns a ``catalog.ImportReport``."""
+    def import_lists(self, paths: Sequence[PathLike], *, replace: bool = False) -> ImportReport:
+        """Parse awesome-list markdown files into the catalog (``dmlqa catalog import``).
+
+        ``replace`` withdraws the re-imported lists' previous entries first. Every file must exist:
+        naming one that does not fails the whole import before anything is written.
+        """
         from dmlqa.catalog.store import import_lists
+        from dmlqa.errors import InputFileError
 
+        missing = [str(p) for p in paths if not Path(p).is_file()]
+        if missing:
+            raise InputFileError(f"no such file: {', '.join(missing)}")
         return import_lists([Path(p) for p in paths], self.settings.corpus_dir, replace_lists=replace)
 
-    def add(self, paths: Sequence[str | os.PathLike[str]]):  # noqa: ANN201
-        """Copy your own files, folders or JSON Lines records into the home; returns a ``localdocs.AddReport``."""
+    def catalog(self) -> list[Resource]:
+        """Every resource of the catalog, as imported from the lists (fetched or not)."""
+        from dmlqa.catalog.store import read_catalog
+
+        return read_catalog(self.settings.catalog_path)
+
+    def add(self, paths: Sequence[PathLike]) -> AddReport:
+        """Copy your own files, folders or JSON Lines records into the home (``dmlqa add``).
+
+        Every path is tried; the report lists what was added, skipped or refused (``failed``).
+        """
         from dmlqa.catalog.local import add_paths
 
         return add_paths([Path(p) for p in paths], self.settings.corpus_dir, max_bytes=self.settings.fetch.max_bytes)
 
-    def build(self, *, offline: bool = False, archives: Sequence[str | os.PathLike[str]] = (),
-              refresh_lists: bool = False, progress: Any = None):  # noqa: ANN201
-        """Fetch, extract, chunk, embed and publish a new index version; returns the ``BuildReport``."""
-        from dmlqa.pipeline.build import BuildOptions, run_build
+    # -- building ---------------------------------------------------------------------------------------
 
-        options = BuildOptions(archives=tuple(Path(a) for a in archives), offline=offline,
-                               refresh_lists=refresh_lists, executor=self.settings.build.executor)
-        return run_build(self.settings, options, progress=progress)
+    def _build_options(self, offline: bool, archives: Sequence[PathLike], refresh_lists: bool) -> BuildOptions:
+        """The options of a build or a scheduled one (where it runs is the ``build.executor`` setting)."""
+        from dmlqa.errors import InputFileError
+        from dmlqa.pipeline.report import BuildOptions
+
+        for archive in archives:
+            if not Path(archive).is_file():
+                raise InputFileError(f"archive not found: {archive}")
+        return BuildOptions(archives=tuple(Path(a) for a in archives), offline=offline, refresh_lists=refresh_lists)
+
+    def build(self, *, offline: bool = False, archives: Sequence[PathLike] = (), refresh_lists: bool = False,
+              progress: Progress | None = None) -> BuildReport:
+        """Fetch, extract, chunk, embed and publish a new index version (``dmlqa build``).
+
+        ``archives`` are WARC files to replay responses from; ``progress`` receives each long stage's
+        progress (``start(stage, total)`` returns the function that advances it; ``done(stage)``).
+        Raises a :class:`~dmlqa.errors.DmlqaError` only when no version could be published at all.
+        """
+        from dmlqa.pipeline.build import run_build
+
+        return run_build(self.settings, self._build_options(offline, archives, refresh_lists), progress=progress)
+
+    def schedule(self, *, every: str | None = None, cron: str | None = None, run_now: bool = False,
+                 max_runs: int | None = None, offline: bool = False, archives: Sequence[PathLike] = (),
+                 refresh_lists: bool = False, on_start: Callable[[str], None] | None = None,
+                 on_run: Callable[[RunOutcome], None] | None = None, handle_signals: bool = True) -> str | None:
+        """Rebuild on a schedule (``every="24h"`` or ``cron="0 3 * * *"``) until stopped (``dmlqa schedule``).
+
+        Each run is incremental and a failed one keeps the published version; ``on_run`` hears of
+        each run as it ends, ``on_start`` gets the schedule's spelling once it is understood.
+        ``run_now`` builds once right away; ``max_runs`` stops after that many runs. With
+        ``handle_signals`` (and in the main thread) SIGTERM and SIGINT stop it at once, mid-build
+        included (a build is crash-safe and the history records it stopped). Returns why it stopped
+        early ("stopped by SIGTERM"), or None once ``max_runs`` runs are done.
+        """
+        import signal
+        import threading
+
+        from dmlqa.pipeline.schedule import Schedule, SchedulerStopped, run_scheduler
+
+        plan = Schedule.parse(every=every, cron=cron)
+        options = self._build_options(offline, archives, refresh_lists)
+
+        def on_signal(signum: int, frame: object) -> None:
+            raise SchedulerStopped(f"stopped by {signal.Signals(signum).name}")
+
+        previous = {}
+        if handle_signals and threading.current_thread() is threading.main_thread():
+            previous = {sig: signal.signal(sig, on_signal) for sig in (signal.SIGTERM, signal.SIGINT)}
+        try:
+            if on_start is not None:
+                on_start(plan.spec)
+            run_scheduler(self.settings, plan, options, run_now=run_now, max_runs=max_runs, on_run=on_run)
+        except SchedulerStopped as exc:
+            return str(exc)
+        finally:
+            for sig, handler in previous.items():
+                signal.signal(sig, handler)
+        return None
+
+    def status(self) -> dict[str, Any]:
+        """What the published index holds, what failed, coverage, and the last runs (``dmlqa status --json``).
+
+        Raises :class:`~dmlqa.errors.IndexMissingError` before the first build; :meth:`run_history`
+        still answers then.
+        """
+        from dmlqa.pipeline.home import index_status
+
+        return index_status(self.settings)
+
+    def run_history(self, limit: int = 10) -> dict[str, Any]:
+        """The last build runs (newest first, failed ones too) and the running scheduler's next slot."""
+        from dmlqa.pipeline.home import run_history
+
+        return run_history(self.settings, limit)
 
     # -- asking ---------------------------------------------------------------------------------------
+    # Filters, every method below: ``kinds`` (paper, docs, ...), ``since``/``until`` (years; documents of
+    # unknown year are left out unless ``include_undated``), ``topics`` (list topics), ``hosts``.
 
-    def _asker_(self):  # noqa: ANN202
+    def _asker_(self):  # noqa: ANN202 - dmlqa.query.answer.Asker
+        """The one Asker (searcher, encoder, LLM client) of this knowledge base, made on first use."""
         if self._asker is None:
             from dmlqa.query.answer import Asker
 
             self._asker = Asker.from_settings(self.settings)
         return self._asker
 
+    @property
+    def llm_backend(self) -> str | None:
+        """The configured LLM backend (``llm:MODEL``) that writes answers; None: answers are extractive."""
+        llm = self._asker_().llm
+        return llm.name if llm is not None else None
+
     @staticmethod
-    def _filters(kinds: Sequence[str] = (), since: int | None = None, until: int | None = None,
-                 topics: Sequence[str] = (), hosts: Sequence[str] = (), include_undated: bool = False):  # noqa: ANN205
+    def _filters(kinds: Sequence[str] | None = None, since: int | None = None, until: int | None = None,
+                 topics: Sequence[str] | None = None, hosts: Sequence[str] | None = None,
+                 include_undated: bool = False) -> Filters:
         from dmlqa.query.search import Filters
 
-        return Filters(kinds=tuple(kinds), since=since, until=until, topics=tuple(topics), hosts=tuple(hosts),
-                       include_undated=include_undated)
+        return Filters.from_options(kinds=kinds, since=since, until=until, topics=topics, hosts=hosts,
+                                    include_undated=include_undated)
+
+    @staticmethod
+    def _mode(mode: str) -> str:
+        """``mode`` if it names a retrieval mode; an unknown one would silently retrieve nothing."""
+        from dmlqa.errors import SettingsError
+        from dmlqa.query.search import MODES
+
+        if mode not in MODES:
+            raise SettingsError(f"mode must be one of {', '.join(MODES)}, got {mode!r}")
+        return mode
+
+    def undated_excluded(self, **filters: Any) -> int:
+        """How many documents of unknown year the year filters leave out (0 without ``since``/``until``).
+
+        Front ends say so beside the results, with how to keep them (``include_undated``).
+        """
+        from dmlqa.query.search import undated_excluded
+
+        return undated_excluded(self._asker_().searcher.version, self._filters(**filters))
 
     def search(self, query: str, k: int = 10, *, kinds: Sequence[str] = (), since: int | None = None,
                until: int | None = None, topics: Sequence[str] = (), hosts: Sequence[str] = (),
@@ -100,41 +244,136 @@ class KnowledgeBase:
         from dmlqa.query.search import SearchOptions
 
         flt = self._filters(kinds, since, until, topics, hosts, include_undated)
-        return self._asker_().searcher.search(query, SearchOptions(k=k, per_doc=per_doc, mode=mode, filters=flt))
+        options = SearchOptions(k=k, per_doc=per_doc, mode=self._mode(mode), filters=flt)
+        return self._asker_().searcher.search(query, options)
+
+    def search_file(self, queries: PathLike, k: int = 10, *, per_doc: bool = False, mode: str = "hybrid",
+                    what: str = "queries", **filters: Any) -> Iterator[tuple[str, list[Hit]]]:
+        """Search every query of a JSON Lines file of ``{"id", "text"}`` (BEIR's ``"_id"`` too): ``(id, hits)``.
+
+        The whole file is read (and a bad one refused, ``what`` naming it) before the first search.
+        """
+        from dmlqa.query.batch import read_queries
+
+        items = read_queries(queries, what)
+        return ((qid, self.search(text, k, per_doc=per_doc, mode=mode, **filters)) for qid, text in items)
 
     def ask(self, question: str, *, previous: Answer | str | None = None, use_llm: bool = True,
             kinds: Sequence[str] = (), since: int | None = None, until: int | None = None,
-            topics: Sequence[str] = (), hosts: Sequence[str] = (), include_undated: bool = False) -> Answer:
+            topics: Sequence[str] = (), hosts: Sequence[str] = (), include_undated: bool = False,
+            mode: str = "hybrid") -> Answer:
         """A short answer citing its sources (the LLM when configured and ``use_llm``, else extractive).
 
         ``previous`` is the conversation's last answer: a follow-up ("what about stage 3?") is
         answered about its own new aspect.
         """
-        return self.ask_stream(question, previous=previous, use_llm=use_llm, kinds=kinds, since=since,
-                               until=until, topics=topics, hosts=hosts, include_undated=include_undated).result
+        return self.ask_stream(question, previous=previous, use_llm=use_llm, kinds=kinds, since=since, until=until,
+                               topics=topics, hosts=hosts, include_undated=include_undated, mode=mode).result
 
     def ask_stream(self, question: str, *, previous: Answer | str | None = None, use_llm: bool = True,
                    kinds: Sequence[str] = (), since: int | None = None, until: int | None = None,
-                   topics: Sequence[str] = (), hosts: Sequence[str] = (), include_undated: bool = False):  # noqa: ANN201
-        """Iterate the answer's text as it is produced; ``.result`` is the final :class:`Answer`."""
+                   topics: Sequence[str] = (), hosts: Sequence[str] = (), include_undated: bool = False,
+                   mode: str = "hybrid") -> AskStream:
+        """Iterate the answer's text as it is produced; ``.result`` is the final, checked :class:`Answer`.
+
+        With an LLM the pieces are its raw tokens (the result may differ: invented citations are
+        removed); without one there is a single piece, the extractive answer.
+        """
         from dmlqa.query.answer import AskOptions
 
         flt = self._filters(kinds, since, until, topics, hosts, include_undated)
-        return self._asker_().stream(question, AskOptions(filters=flt, use_llm=use_llm), previous=previous)
+        options = AskOptions(filters=flt, use_llm=use_llm, mode=self._mode(mode))
+        return self._asker_().stream(question, options, previous=previous)
+
+    def ask_file(self, questions: PathLike, *, use_llm: bool = True, what: str = "questions",
+                 **filters: Any) -> Iterator[tuple[str, Answer]]:
+        """Answer every question of a JSON Lines file of ``{"id", "question"}``: ``(id, answer)`` pairs.
+
+        The whole file is read (and a bad one refused, ``what`` naming it) before the first answer.
+        """
+        from dmlqa.query.batch import read_question_file
+
+        items = read_question_file(questions, what)
+        return ((q.id, self.ask(q.question, use_llm=use_llm, **filters)) for q in items)
 
     def related(self, target: str, k: int = 10, *, since: int | None = None, kinds: Sequence[str] = (),
-                include_undated: bool = False):  # noqa: ANN201
+                include_undated: bool = False) -> RelatedResult:
         """Documents related to a resource (URL, arXiv id, DOI, doc id) or to free text: a ``RelatedResult``."""
         from dmlqa.query.related import related
 
         return related(self._asker_().searcher, target, k=k, since=since, kinds=tuple(kinds),
                        include_undated=include_undated)
 
-    def status(self) -> dict[str, Any]:
-        """What the published index holds, what failed, coverage, and the last runs (``dmlqa status --json``)."""
-        from dmlqa.pipeline.home import index_status
+    @staticmethod
+    def bibtex(items: Sequence[Any], *, ascii_only: bool = False) -> str:
+        """BibTeX entries for documents (``related(...).items``, hits, citations), keys unique among them."""
+        from dmlqa.query.bibtex import to_bibtex
 
-        return index_status(self.settings)
+        return to_bibtex(items, ascii_only=ascii_only)
+
+    def evaluate(self, questions: PathLike, *, llm: bool | None = None, mode: str = "hybrid",
+                 what: str = "questions") -> dict[str, Any]:
+        """Score retrieval (recall@k, MRR), citations, refusals and latency on a question set (``dmlqa eval``).
+
+        ``llm``: True scores the configured LLM (an error when none is set), False the extractive
+        answerer, None the LLM when one is set. Returns the scores with ``backend`` and ``retrieval``.
+        """
+        from dmlqa.query.batch import evaluate, read_question_file
+
+        items = read_question_file(questions, what)
+        return evaluate(self._asker_(), items, llm=llm, mode=self._mode(mode))
 
     def __repr__(self) -> str:
         return f"KnowledgeBase({str(self.home)!r})"
+
+    # -- for the chat app --
+    # What the chat app needs beyond asking and searching, so that it imports this module and not
+    # the stages below it (its rules stay in one place: the answerer's, the index's).
+
+    @classmethod
+    def from_settings(cls, settings: Settings, *, asker: Any = None) -> KnowledgeBase:
+        """A knowledge base over settings already loaded (the app's), optionally with its ``Asker``.
+
+        The app is handed its settings; reloading them from the home would drop what the caller
+        changed, and tests hand in an ``Asker`` whose LLM is a stand-in.
+        """
+        kb = cls.__new__(cls)  # what __init__ sets, without reading the home again
+        kb.settings = settings
+        kb.created = ()
+        kb._asker = asker
+        return kb
+
+    @property
+    def asker(self):  # noqa: ANN201 - dmlqa.query.answer.Asker
+        """The one ``Asker`` of this knowledge base (searcher, encoder caches, LLM client), made on first use."""
+        return self._asker_()
+
+    def published_version(self) -> str | None:
+        """The name of the index version now published (None before the first build); opens nothing."""
+        from dmlqa.index.versions import current_version
+
+        return current_version(self.settings.index_dir)
+
+    @staticmethod
+    def search_filters(kinds: Sequence[str] | None = None, since: int | None = None, until: int | None = None,
+                       topics: Sequence[str] | None = None, include_undated: bool = False) -> Filters:
+        """Retrieval filters from a front end's already checked options (a ``query.search.Filters``)."""
+        from dmlqa.query.search import Filters
+
+        return Filters.from_options(kinds=kinds, since=since, until=until, topics=topics,
+                                    include_undated=include_undated)
+
+    @staticmethod
+    def is_follow_up(question: str) -> bool:
+        """Whether ``question`` leans on the one before ("what about stage 3?"): the answerer's own rule."""
+        from dmlqa.query.answer import is_follow_up
+
+        return is_follow_up(question)
+
+    @staticmethod
+    def quotable_sentences(text: str) -> list[str]:
+        """The sentences of a passage the extractive answerer may quote (its splitter, its length bounds)."""
+        from dmlqa.extract.sentences import MAX_CHARS, MIN_CHARS
+        from dmlqa.query.answer import sentences_of
+
+        return [s for s in sentences_of(text) if MIN_CHARS <= len(s) <= MAX_CHARS]

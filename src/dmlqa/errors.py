@@ -1,14 +1,48 @@
-"""Error types, one per stage, each carrying the URL and a specific reason.
+"""Every error dmlqa raises on purpose, in one tree.
 
-The build catches these per resource and turns them into :class:`dmlqa.models.Failure`
-rows of the report, so one bad resource never stops a build.
+A front end catches :class:`DmlqaError` in one place and shows its message as one line: each
+message says what failed and why (and, where there is one, what to do about it), so no error a
+user can cause ends in a traceback. Errors of one resource in one stage (:class:`StageError`) are
+caught per resource by the build instead and become :class:`dmlqa.models.Failure` rows of its
+report, so one bad resource never stops a build::
+
+    DmlqaError                      anything dmlqa refuses or cannot do, said in one line
+    ├── StageError                  one resource failed in one stage (url, reason); a report row
+    │   ├── CatalogError            the catalog or the lists file cannot be read
+    │   ├── FetchError              a download failed: refused URL, network, HTTP status, too large
+    │   └── ExtractError            bytes were fetched but gave no usable text
+    ├── SettingsError               a setting (dmlqa.toml, DMLQA_*, a flag) is out of range or mistyped
+    ├── HomeError                   --home names no usable knowledge-base home
+    ├── InputFileError              a file named on the command line is missing or unreadable
+    ├── ArchiveError                a WARC file given for replay is missing, unreadable or not a WARC
+    ├── BuildLockedError            another build (or scheduler) holds the home's lock
+    ├── NothingToBuildError         empty catalog and no local documents: nothing to index
+    ├── DiskFullError               the disk filled while writing; nothing half-written was published
+    ├── EncoderError                the configured embedding model, encoder or reranker cannot be loaded
+    │   └── EncoderMismatchError    vectors of two different encoders would be mixed
+    ├── ExecutorError               the configured build executor cannot run the build
+    │   └── RayUnavailableError     the Ray executor was asked for but Ray Data is not installed
+    ├── ScheduleError               a schedule (--every, --cron) cannot be understood
+    ├── IndexMissingError           no published index version: run ``dmlqa build``
+    │   └── IndexDamagedError       a published version exists but one of its files cannot be read
+    └── LLMError                    the LLM endpoint could not produce an answer
+
+:func:`is_disk_full` tells a full disk apart from other ``OSError``/SQLite/FAISS errors, which
+are bugs or environment problems and keep their traceback.
 """
 
 from __future__ import annotations
 
+__all__ = [
+    "ArchiveError", "BuildLockedError", "CatalogError", "DiskFullError", "DmlqaError", "EncoderError",
+    "EncoderMismatchError", "ExecutorError", "ExtractError", "FetchError", "HomeError", "IndexDamagedError",
+    "IndexMissingError", "InputFileError", "LLMError", "NothingToBuildError", "RayUnavailableError",
+    "ScheduleError", "SettingsError", "StageError", "is_disk_full",
+]
+
 
 class DmlqaError(Exception):
-    """Base class of every error dmlqa raises on purpose."""
+    """Base class of every error dmlqa raises on purpose; the message says what failed and why."""
 
 
 class StageError(DmlqaError):
@@ -23,6 +57,8 @@ class StageError(DmlqaError):
 
 
 class CatalogError(StageError):
+    """The catalog (``corpus/catalog.jsonl``), the lists file or a list cannot be read."""
+
     stage = "catalog"
 
 
@@ -42,20 +78,67 @@ class ExtractError(StageError):
     stage = "extract"
 
 
-class IndexMissingError(DmlqaError):
-    """No published index version in the home: the user should run ``dmlqa build``."""
-
-
-class BuildLockedError(DmlqaError):
-    """Another build holds the home's writer lock."""
+class SettingsError(DmlqaError, ValueError):
+    """A setting in ``dmlqa.toml``, a ``DMLQA_*`` variable or a flag is out of range or of the wrong type."""
 
 
 class HomeError(DmlqaError):
     """``--home`` names no usable knowledge-base home (missing, or a file)."""
 
 
-class SettingsError(DmlqaError, ValueError):
-    """A setting in ``dmlqa.toml``, a ``DMLQA_*`` variable or a flag is out of range or of the wrong type."""
+class InputFileError(DmlqaError):
+    """A file named on the command line (``--queries``, ``--questions``) is missing or unreadable."""
+
+
+class ArchiveError(DmlqaError):
+    """A WARC file given for replay is missing, unreadable or not a WARC file."""
+
+
+class BuildLockedError(DmlqaError):
+    """Another build holds the home's writer lock (or another scheduler its scheduler lock)."""
+
+
+class NothingToBuildError(DmlqaError):
+    """The catalog is empty and corpus/local has no documents (or none gave any text)."""
+
+
+class DiskFullError(DmlqaError):
+    """The disk filled up while writing; nothing half-written was published."""
+
+
+class EncoderError(DmlqaError):
+    """The configured embedding model, encoder or reranker cannot be loaded (the message says what to change)."""
+
+
+class EncoderMismatchError(EncoderError):
+    """Vectors from two different encoders would be mixed: an index and the installed model disagree,
+    or two nodes of a cluster loaded different models.
+
+    Vectors of different encoders are close but not interchangeable, so this is refused rather
+    than answered badly. ``expected`` is the encoder key the vectors must come from, ``found`` the
+    key that was loaded.
+    """
+
+    def __init__(self, message: str, *, expected: str, found: str) -> None:
+        super().__init__(message)
+        self.expected = expected
+        self.found = found
+
+
+class ExecutorError(DmlqaError):
+    """The build executor (``build.executor``) is unknown, or lost work on the way (a cluster problem)."""
+
+
+class RayUnavailableError(ExecutorError):
+    """Ray is not installed (the Ray executor needs the optional extra ``dmlqa[ray]``)."""
+
+
+class ScheduleError(DmlqaError):
+    """A schedule that cannot be understood (bad duration or cron expression)."""
+
+
+class IndexMissingError(DmlqaError):
+    """No published index version in the home: the user should run ``dmlqa build``."""
 
 
 class IndexDamagedError(IndexMissingError):
@@ -67,16 +150,13 @@ class IndexDamagedError(IndexMissingError):
         self.what = what
 
 
-class NothingToBuildError(DmlqaError):
-    """The catalog is empty and corpus/local has no documents (or none gave any text)."""
+class LLMError(DmlqaError):
+    """The LLM endpoint could not produce an answer; ``reason`` says why in words a user can act on."""
 
-
-class DiskFullError(DmlqaError):
-    """The disk filled up while writing; nothing half-written was published."""
-
-
-class InputFileError(DmlqaError):
-    """A file named on the command line (``--queries``, ``--questions``) is missing or unreadable."""
+    def __init__(self, reason: str, *, status: int | None = None) -> None:
+        super().__init__(reason)
+        self.reason = reason
+        self.status = status  # the HTTP status, when the endpoint answered with an error
 
 
 def is_disk_full(exc: BaseException, where: object = None) -> bool:

@@ -1,4 +1,5 @@
-"""Small file-system helpers shared by the stages that write files readers may be reading."""
+"""Small file-system helpers shared by the stages: atomic writes readers may be reading, and sizes
+as reasons show them (the fetcher's download cap and the local-document cap must read alike)."""
 
 from __future__ import annotations
 
@@ -32,3 +33,16 @@ def atomic_write_text(path: Path, data: str) -> None:
         except FileNotFoundError:
             pass
         raise
+
+
+_KIB = 1024
+_MIB = 1024 * 1024
+
+
+def format_size(n: int) -> str:
+    """``50 MB``, ``1.5 MB``, ``10 KB``, ``900 bytes``: sizes in reasons must read at a glance."""
+    if n >= _MIB:
+        return f"{n // _MIB} MB" if n % _MIB == 0 else f"{n / _MIB:.1f} MB"
+    if n >= _KIB:
+        return f"{n // _KIB} KB" if n % _KIB == 0 else f"{n / _KIB:.1f} KB"
+    return f"{n} bytes"

@@ -3,10 +3,42 @@ HTML, PDF, text and binary data apart by their bytes.
 
 The fetcher, the archive, the extractor and local documents all decide what a body is; they must
 agree, or a page the fetcher calls HTML is extracted as text (or the other way round). Every such
-decision is made here.
+decision is made here, and the stages only ask.
+
+Servers get the label wrong both ways: PDFs come as ``application/octet-stream`` (GitHub raw, the
+snapshot), error and login pages come as ``application/pdf``, READMEs as ``text/plain``. So the
+bytes decide where they are unambiguous (:func:`looks_like_pdf`, :func:`looks_like_html`), the
+declared type where they are not, and a URL's suffix only where the label says nothing.
 """
 
 from __future__ import annotations
+
+import codecs
+import re
+from pathlib import PurePosixPath
+from urllib.parse import urlsplit
+
+PDF_TYPES = frozenset({"application/pdf", "application/x-pdf", "application/acrobat"})
+HTML_TYPES = frozenset({"text/html", "application/xhtml+xml"})
+MARKDOWN_TYPES = frozenset({"text/markdown", "text/x-markdown"})
+#: Declared types that say nothing about the content: decided by sniffing and the URL's suffix.
+UNKNOWN_TYPES = frozenset({"", "application/octet-stream", "binary/octet-stream", "application/unknown"})
+MARKDOWN_SUFFIXES = (".md", ".markdown", ".mdown", ".mkd")
+
+#: PDF readers accept the header anywhere in the first 1024 bytes (junk may precede it).
+_PDF_HEADER_WINDOW = 1024
+#: How much of a body the HTML and binary checks look at: enough for a doctype after long comments.
+_HTML_WINDOW = 2048
+_TEXT_WINDOW = 8192
+#: A body opens like an HTML document: optional XML prolog and comments, then a document-level tag.
+#: ``<meta>`` and ``<title>`` count (pages that skip ``<html>``/``<head>`` are common and valid).
+_HTML_START = re.compile(
+    rb"^\s*(?:<\?xml[^>]*>\s*)?(?:<!--.*?-->\s*)*<(?:!doctype\s+html|html|head|body|meta|title)\b",
+    re.IGNORECASE | re.DOTALL,
+)
+
+
+# -- the Content-Type header ----------------------------------------------------------------------
 
 
 def parse_content_type(value: str | None) -> tuple[str, str | None]:
@@ -28,3 +60,77 @@ def media_type(value: str | None) -> str:
 def charset(value: str | None) -> str | None:
     """The charset parameter of a Content-Type header, or None."""
     return parse_content_type(value)[1]
+
+
+# -- what the bytes are ---------------------------------------------------------------------------
+
+
+def looks_like_html(body: bytes) -> bool:
+    """True when ``body`` opens like an HTML document (after a BOM, whitespace, an XML prolog and
+    comments: ``<!doctype html``, ``<html``, ``<head``, ``<body``, ``<meta`` or ``<title``).
+
+    Only the opening counts, so a Markdown README that embeds some HTML further down stays Markdown.
+    """
+    head = body[:_HTML_WINDOW]
+    if head.startswith(codecs.BOM_UTF8):
+        head = head[len(codecs.BOM_UTF8) :]
+    return _HTML_START.match(head) is not None
+
+
+def looks_like_pdf(body: bytes) -> bool:
+    """True when ``body`` is a PDF: ``%PDF-`` first (after whitespace or a BOM), or within the first
+    1024 bytes as readers accept it, except in an HTML page that merely mentions ``%PDF-`` near its top.
+    """
+    if body[:_PDF_HEADER_WINDOW].lstrip(b"\xef\xbb\xbf \t\r\n\f").startswith(b"%PDF-"):
+        return True
+    return b"%PDF-" in body[:_PDF_HEADER_WINDOW] and not looks_like_html(body)
+
+
+def looks_binary(body: bytes) -> bool:
+    """An image, an archive or random bytes: in the first 8 KB, over a tenth of the characters are
+    control characters or bytes that are no UTF-8.
+
+    A legacy-encoded text (latin-1, cp1252) has a few undecodable bytes, not that many, and the
+    extractor decodes it; a stray NUL or bell in a text is dropped by cleaning, so neither makes a
+    text binary. This is the extractor's own test of "can text be read from this", so the fetcher's
+    guess at a body with no useful label agrees with what extraction will then decide.
+    """
+    head = body[:_TEXT_WINDOW].decode("utf-8", errors="replace")
+    bad = sum(1 for ch in head if ch == "\ufffd" or (ord(ch) < 32 and ch not in "\t\n\f\r"))
+    return bad > 0.1 * max(1, len(head))
+
+
+def looks_like_text(body: bytes) -> bool:
+    """A non-empty body that is not :func:`looks_binary`."""
+    return bool(body) and not looks_binary(body)
+
+
+def url_suffix(url: str) -> str:
+    """The lower-case suffix of a URL's path (``.pdf``), or of a plain file path; ``""`` for none."""
+    path = urlsplit(url).path if "://" in url else url
+    return PurePosixPath(path).suffix.lower()
+
+
+def sniff_content_type(body: bytes, declared: str | None, url: str = "") -> str:
+    """The media type the *bytes* are, which is what extraction must go by.
+
+    The body decides first (a PDF → PDF, HTML markup → HTML), then the declared type, then the
+    URL's suffix. Returns ``application/pdf``, ``text/html``, ``text/markdown``, ``text/plain``, or
+    the declared type (``application/octet-stream`` when nothing is known) for anything else.
+    """
+    if looks_like_pdf(body):
+        return "application/pdf"
+    declared_type = media_type(declared)
+    if looks_like_html(body) or declared_type in HTML_TYPES:
+        return "text/html"
+    if declared_type in MARKDOWN_TYPES or (
+        url_suffix(url) in MARKDOWN_SUFFIXES and declared_type in ("", "text/plain", "application/octet-stream")
+    ):
+        return "text/markdown"
+    if declared_type.startswith("text/"):
+        return "text/plain"
+    if declared_type and declared_type != "application/octet-stream":
+        return declared_type
+    if looks_like_text(body):
+        return "text/plain"
+    return "application/octet-stream"

@@ -7,12 +7,17 @@ A home looks like this (``dmlqa init`` makes the first four)::
     corpus/lists.toml               the lists imported, for re-import on refresh
     corpus/local/                   documents added by the user (dmlqa add)
     corpus/local.jsonl              pre-extracted local records
-    corpus/archive/                 WARC files of every response, and their manifest
+    corpus/lists/                   the imported lists as fetched
+    corpus/archive/*.warc.gz        WARC files of every response
+    corpus/manifest.sqlite          per URL: final URL, status, validators, sha256, error
+    corpus/documents.sqlite         extracted text of every resource, kept between builds
     index/CURRENT                   name of the published version (swapped atomically)
     index/versions/<name>/          immutable index versions
     index/cache/embeddings.sqlite   vectors by text hash, shared by builds
     index/runs.jsonl, schedule.json run history and the scheduler's next slot
+    index/run-in-progress.json      marks a build that has not finished (crash recovery)
     .dmlqa-build.lock               one writer at a time
+    .dmlqa-schedule.lock            one scheduler at a time
     ray/                            Ray's temporary folder when a build runs on Ray
 
 Modules take these names from here instead of spelling them, so a layout change is one edit.
@@ -31,6 +36,9 @@ LISTS_FILE = "lists.toml"
 LOCAL_DIR = "local"
 LOCAL_RECORDS_FILE = "local.jsonl"
 ARCHIVE_DIR = "archive"
+LISTS_DIR = "lists"
+MANIFEST_FILE = "manifest.sqlite"
+DOCUMENTS_FILE = "documents.sqlite"
 CURRENT = "CURRENT"
 VERSIONS = "versions"
 CACHE_DIR = "cache"
@@ -38,7 +46,9 @@ EMBEDDINGS_CACHE = "embeddings.sqlite"
 ENCODERS_DIR = "encoders"
 RUNS_FILE = "runs.jsonl"
 SCHEDULE_FILE = "schedule.json"
+IN_PROGRESS_FILE = "run-in-progress.json"
 LOCK_FILE = ".dmlqa-build.lock"
+SCHEDULE_LOCK_FILE = ".dmlqa-schedule.lock"
 RAY_DIR = "ray"
 
 
@@ -81,12 +91,28 @@ class HomePaths:
         return self.corpus / ARCHIVE_DIR
 
     @property
+    def lists_dir(self) -> Path:
+        return self.corpus / LISTS_DIR
+
+    @property
+    def manifest(self) -> Path:
+        return self.corpus / MANIFEST_FILE
+
+    @property
+    def documents(self) -> Path:
+        return self.corpus / DOCUMENTS_FILE
+
+    @property
     def embeddings_cache(self) -> Path:
         return self.index / CACHE_DIR / EMBEDDINGS_CACHE
 
     @property
     def lock(self) -> Path:
         return self.home / LOCK_FILE
+
+    @property
+    def schedule_lock(self) -> Path:
+        return self.home / SCHEDULE_LOCK_FILE
 
     @property
     def ray_temp(self) -> Path:

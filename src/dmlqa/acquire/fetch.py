@@ -9,232 +9,58 @@ Everything a crawler of third-party sites owes its hosts and its user lives here
   errors, 429 and 5xx), honouring ``Retry-After`` but refusing to wait longer than configured;
 * a streamed size cap, so a mislabelled multi-gigabyte file never lands in memory;
 * redirects followed by hand, so every hop gets the same checks (scheme, address, robots.txt);
-* robots.txt per origin (RFC 9309, see :meth:`Fetcher._load_robots` for the policy);
+* robots.txt per origin (RFC 9309, see :func:`dmlqa.acquire.robots.load_robots` for the policy);
 * refusal of non-http(s) URLs and of hosts on private, loopback, link-local, … addresses
   (server-side request forgery: a catalog is third-party input);
 * conditional GET from the manifest's validators, so a rebuild re-downloads only what changed;
 * every network response written to a WARC archive, and archived responses replayed instead
   of the network (``--archive``), with ``offline`` guaranteeing no network use at all.
 
-:mod:`dmlqa.acquire.archive` holds the storage side (WARC writer, manifest, replay); this module only
-uses those objects, so it imports nothing from there at run time.
+The storage side (:mod:`dmlqa.acquire.archive`, :mod:`dmlqa.acquire.manifest`) knows nothing of
+this module; the guards and words for failures are :mod:`dmlqa.acquire.http`, robots.txt policy is
+:mod:`dmlqa.acquire.robots`, and what a body is (:func:`dmlqa.media.sniff_content_type`) is decided
+where the extractor decides it too.
 """
 
 from __future__ import annotations
 
 import asyncio
-import email.utils
-import hashlib
-import ipaddress
 import logging
 import random
-import socket
-import ssl
-import time
-import urllib.robotparser
 import zlib
-from collections.abc import Iterable
 from dataclasses import dataclass
-from datetime import UTC, datetime
-from http import HTTPStatus
 from types import TracebackType
-from typing import TYPE_CHECKING
-from urllib.parse import urljoin, urlsplit, urlunsplit
+from urllib.parse import urljoin, urlsplit
 
 import httpx
 from warcio.exceptions import ArchiveLoadFailed
 
+from dmlqa.acquire.archive import ArchivedResponse, ArchiveReplay, ArchiveWriter
+from dmlqa.acquire.http import (
+    ACCEPT,
+    ALLOWED_SCHEMES,
+    ERROR_BODY_LIMIT,
+    RETRY_STATUSES,
+    ROBOTS_BODY_LIMIT,
+    describe_network_error,
+    format_seconds,
+    header_dict,
+    host_verdict,
+    origin,
+    parse_retry_after,
+    response_result,
+    status_text,
+    storable_headers,
+    utc_now_iso,
+)
+from dmlqa.acquire.manifest import Manifest, ManifestEntry
+from dmlqa.acquire.robots import RobotsAnswer, RobotsPolicy, load_robots, robots_agent
 from dmlqa.errors import DmlqaError, FetchError
+from dmlqa.fsutil import format_size
 from dmlqa.models import FetchResult
 from dmlqa.settings import FetchConfig
 
-if TYPE_CHECKING:  # only types: dmlqa.acquire.archive imports this module at run time
-    from dmlqa.acquire.archive import ArchivedResponse, ArchiveReplay, ArchiveWriter, Manifest, ManifestEntry
-
 logger = logging.getLogger(__name__)
-
-ALLOWED_SCHEMES = ("http", "https")
-#: Statuses worth another attempt: the server may answer differently in a moment.
-#: 501 and 505 are 5xx but say "never", so they are not retried.
-RETRY_STATUSES = frozenset({408, 425, 429, 500, 502, 503, 504, 507, 509, 520, 521, 522, 523, 524, 529})
-#: Bodies of error statuses and redirects are only kept for the archive; no need for all of them.
-ERROR_BODY_LIMIT = 256 * 1024
-#: RFC 9309 2.5: crawlers must parse at least the first 500 KiB of a robots.txt.
-ROBOTS_BODY_LIMIT = 512 * 1024
-#: RFC 9309 2.3.1.2: follow at least five consecutive redirects for robots.txt.
-ROBOTS_MAX_REDIRECTS = 5
-ACCEPT = "text/html,application/xhtml+xml,application/pdf,text/markdown,text/plain;q=0.9,*/*;q=0.5"
-#: Headers that describe the transfer, not the entity; wrong once the body is stored decoded.
-TRANSFER_HEADERS = frozenset({"content-encoding", "transfer-encoding", "content-length"})
-
-_KIB = 1024
-_MIB = 1024 * 1024
-
-
-# -- small pure helpers ---------------------------------------------------------------------------
-
-
-def utc_now_iso() -> str:
-    """The current time as ISO-8601 UTC with a ``Z`` (also a valid WARC-Date)."""
-    return datetime.now(UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
-
-
-def format_size(n: int) -> str:
-    """``50 MB``, ``1.5 MB``, ``10 KB``, ``900 bytes``: sizes in reasons must read at a glance."""
-    if n >= _MIB:
-        return f"{n // _MIB} MB" if n % _MIB == 0 else f"{n / _MIB:.1f} MB"
-    if n >= _KIB:
-        return f"{n // _KIB} KB" if n % _KIB == 0 else f"{n / _KIB:.1f} KB"
-    return f"{n} bytes"
-
-
-def status_text(status: int, reason: str = "") -> str:
-    """``HTTP 404 Not Found``: the standard phrase when known, else what the server said."""
-    try:
-        phrase = HTTPStatus(status).phrase
-    except ValueError:
-        phrase = reason.strip()
-    return f"HTTP {status} {phrase}".rstrip()
-
-
-def media_type(declared: str | None) -> str:
-    """``Text/HTML; charset=utf-8`` → ``text/html``."""
-    return (declared or "").split(";", 1)[0].strip().lower()
-
-
-def storable_headers(headers: Iterable[tuple[str, str]], body_length: int) -> list[tuple[str, str]]:
-    """Headers consistent with a *decoded* body of ``body_length`` bytes.
-
-    httpx undoes Content-Encoding and chunking, so a stored or replayed response must not claim
-    either any more, and its Content-Length must be the decoded length.
-    """
-    out = [(k, v) for k, v in headers if k.lower() not in TRANSFER_HEADERS]
-    out.append(("Content-Length", str(body_length)))
-    return out
-
-
-def header_dict(headers: Iterable[tuple[str, str]]) -> dict[str, str]:
-    """Lower-case names; repeated headers joined with ``, `` (RFC 9110 5.3)."""
-    out: dict[str, str] = {}
-    for k, v in headers:
-        key = k.lower()
-        out[key] = f"{out[key]}, {v}" if key in out else v
-    return out
-
-
-_MARKDOWN_SUFFIXES = (".md", ".markdown", ".mdown", ".mkd")
-_MARKDOWN_TYPES = frozenset({"text/markdown", "text/x-markdown"})
-_HTML_TYPES = frozenset({"text/html", "application/xhtml+xml"})
-_HTML_STARTS = (b"<!doctype html", b"<html", b"<head", b"<body", b"<meta", b"<title")
-
-
-def _looks_like_html(body: bytes) -> bool:
-    head = body[:1024].lstrip(b"\xef\xbb\xbf \t\r\n").lower()
-    while head.startswith(b"<!--"):  # leading comments (e.g. "<!-- generated by ... -->")
-        end = head.find(b"-->")
-        if end < 0:
-            return False
-        head = head[end + 3 :].lstrip()
-    return head.startswith(_HTML_STARTS)
-
-
-def _looks_like_text(body: bytes) -> bool:
-    sample = body[:4096]
-    if b"\x00" in sample:
-        return False
-    try:
-        sample.decode("utf-8")
-    except UnicodeDecodeError as exc:
-        # A multi-byte character cut at the sample's end is still text.
-        return exc.start >= len(sample) - 3
-    return True
-
-
-def sniff_content_type(body: bytes, declared: str | None, url: str = "") -> str:
-    """The media type the *bytes* are, which is what extraction must go by.
-
-    Servers get this wrong both ways: PDFs come as ``application/octet-stream`` (GitHub raw,
-    the snapshot) and error pages come as ``application/pdf``. So the body decides first
-    (``%PDF`` → PDF, HTML markup → HTML), then the declared type, then the URL's suffix.
-    Returns ``application/pdf``, ``text/html``, ``text/markdown``, ``text/plain``, or the
-    declared type (``application/octet-stream`` when nothing is known) for anything else.
-    """
-    if body[:1024].lstrip(b"\xef\xbb\xbf \t\r\n").startswith(b"%PDF"):
-        return "application/pdf"
-    declared_type = media_type(declared)
-    if _looks_like_html(body) or declared_type in _HTML_TYPES:
-        return "text/html"
-    path = urlsplit(url).path.lower() if url else ""
-    if declared_type in _MARKDOWN_TYPES or (
-        path.endswith(_MARKDOWN_SUFFIXES) and declared_type in ("", "text/plain", "application/octet-stream")
-    ):
-        return "text/markdown"
-    if declared_type.startswith("text/"):
-        return "text/plain"
-    if declared_type and declared_type != "application/octet-stream":
-        return declared_type
-    if body and _looks_like_text(body):
-        return "text/plain"
-    return "application/octet-stream"
-
-
-def parse_retry_after(value: str | None, now: float | None = None) -> float | None:
-    """Seconds to wait from a ``Retry-After`` value (delta-seconds or HTTP-date), None if unusable."""
-    if value is None:
-        return None
-    value = value.strip()
-    if not value:
-        return None
-    if value.isdigit():
-        return float(value)
-    try:
-        when = email.utils.parsedate_to_datetime(value)
-    except (TypeError, ValueError, IndexError):
-        return None
-    if when is None:
-        return None
-    if when.tzinfo is None:  # RFC 9110 dates are GMT
-        when = when.replace(tzinfo=UTC)
-    now = time.time() if now is None else now
-    return max(0.0, when.timestamp() - now)
-
-
-def address_kind(ip: ipaddress.IPv4Address | ipaddress.IPv6Address) -> str | None:
-    """Why an address is not a public internet host (``"loopback"``, …), None when it is public."""
-    if isinstance(ip, ipaddress.IPv6Address):
-        embedded = ip.ipv4_mapped or ip.sixtofour
-        if embedded is not None:
-            return address_kind(embedded)
-    if ip.is_loopback:
-        return "loopback"
-    if ip.is_link_local:
-        return "link-local"
-    if ip.is_unspecified:
-        return "unspecified"
-    if ip.is_multicast:
-        return "multicast"
-    if ip.is_reserved:
-        return "reserved"
-    if ip.is_private:
-        return "private"
-    if not ip.is_global:
-        return "non-public"
-    return None
-
-
-def _article(word: str) -> str:
-    return "an" if word[0] in "aeiou" else "a"
-
-
-def _format_seconds(s: float) -> str:
-    return f"{s:g}s" if s < 100 else f"{s:.0f}s"
-
-
-async def _getaddrinfo(host: str, port: int) -> list[str]:
-    """The addresses ``host`` resolves to, via the event loop (module-level so tests can stub it)."""
-    loop = asyncio.get_running_loop()
-    infos = await loop.getaddrinfo(host, port, type=socket.SOCK_STREAM)
-    return [str(info[4][0]) for info in infos]
 
 
 # -- internal records -----------------------------------------------------------------------------
@@ -263,20 +89,6 @@ class _Exchange:
     warc_path: str | None = None
     warc_offset: int | None = None
     attempts: int = 1
-
-
-@dataclass
-class _RobotsPolicy:
-    """robots.txt of one origin: a parser, or a blanket verdict with the reason for it."""
-
-    parser: urllib.robotparser.RobotFileParser | None = None
-    allow_all: bool = False
-    reason: str = "disallowed by robots.txt"
-
-    def allows(self, agent: str, url: str) -> bool:
-        if self.parser is not None:
-            return self.parser.can_fetch(agent, url)
-        return self.allow_all
 
 
 # -- the fetcher ----------------------------------------------------------------------------------
@@ -311,10 +123,9 @@ class Fetcher:
         self._global = asyncio.Semaphore(max(1, config.concurrency))
         self._per_host: dict[str, asyncio.Semaphore] = {}
         self._host_verdicts: dict[tuple[str, int], str | None] = {}
-        self._robots: dict[str, _RobotsPolicy] = {}
+        self._robots: dict[str, RobotsPolicy] = {}
         self._robots_locks: dict[str, asyncio.Lock] = {}
-        #: robots.txt matches on the product token ("dmlqa"), not the whole User-Agent string.
-        self._agent = config.user_agent.split("/", 1)[0].split()[0] if config.user_agent.strip() else "*"
+        self._agent = robots_agent(config.user_agent)
         self.stats: dict[str, int] = {
             "fetches": 0,
             "requests": 0,
@@ -440,18 +251,12 @@ class Fetcher:
             raise _Fail(text, status)
 
     def _result(self, url: str, exchange: _Exchange) -> FetchResult:
-        headers = header_dict(exchange.headers)
-        body = exchange.body
-        return FetchResult(
-            url=url,
+        return response_result(
+            url,
             final_url=exchange.url,
             status=exchange.status,
-            content_type=sniff_content_type(body, headers.get("content-type"), exchange.url),
-            body=body,
-            headers=headers,
-            etag=headers.get("etag"),
-            last_modified=headers.get("last-modified"),
-            sha256=hashlib.sha256(body).hexdigest(),
+            headers=exchange.headers,
+            body=exchange.body,
             fetched_at=exchange.fetched_at,
             from_archive=exchange.from_archive,
         )
@@ -472,7 +277,7 @@ class Fetcher:
         await self._check_host(host, port)
         if self.config.respect_robots and not await self._robots_allow(scheme, host, port, url):
             self.stats["refused"] += 1
-            raise _Fail(self._robots[_origin(scheme, host, port)].reason)
+            raise _Fail(self._robots[origin(scheme, host, port)].reason)
         headers: dict[str, str] = {}
         # Validators belong to the URL whose 200 they came from: the previous final URL.
         if entry is not None and entry.ok and entry.final_url == url:
@@ -513,92 +318,33 @@ class Fetcher:
             return
         key = (host, port)
         if key not in self._host_verdicts:
-            self._host_verdicts[key] = await self._host_verdict(host, port)
+            self._host_verdicts[key] = await host_verdict(host, port)
         verdict = self._host_verdicts[key]
         if verdict is not None:
             self.stats["refused"] += 1
             raise _Fail(verdict)
 
-    async def _host_verdict(self, host: str, port: int) -> str | None:
-        hint = "(pass --allow-private-hosts to allow)"
-        try:
-            literal = ipaddress.ip_address(host.split("%", 1)[0])
-        except ValueError:
-            literal = None
-        if literal is not None:
-            kind = address_kind(literal)
-            return f"refused: {host} is {_article(kind)} {kind} address {hint}" if kind else None
-        try:
-            addresses = await _getaddrinfo(host, port)
-        except (socket.gaierror, UnicodeError, OSError):
-            return f"DNS lookup failed for {host}"
-        for address in addresses:
-            try:
-                ip = ipaddress.ip_address(address.split("%", 1)[0])
-            except ValueError:
-                continue
-            kind = address_kind(ip)
-            if kind:
-                return f"refused: {host} resolves to {address}, {_article(kind)} {kind} address {hint}"
-        if not addresses:
-            return f"DNS lookup failed for {host}"
-        return None
-
     # -- robots.txt --------------------------------------------------------------------------------
     async def _robots_allow(self, scheme: str, host: str, port: int, url: str) -> bool:
-        origin = _origin(scheme, host, port)
-        if origin not in self._robots:
-            lock = self._robots_locks.setdefault(origin, asyncio.Lock())
+        key = origin(scheme, host, port)
+        if key not in self._robots:
+            lock = self._robots_locks.setdefault(key, asyncio.Lock())
             async with lock:  # concurrent first requests to a host wait for one robots.txt fetch
-                if origin not in self._robots:
-                    self._robots[origin] = await self._load_robots(origin)
-        return self._robots[origin].allows(self._agent, url)
+                if key not in self._robots:
+                    self.stats["robots_fetched"] += 1
+                    self._robots[key] = await load_robots(key, self._robots_hop)
+        return self._robots[key].allows(self._agent, url)
 
-    async def _load_robots(self, origin: str) -> _RobotsPolicy:
-        """Fetch and judge ``origin/robots.txt`` following RFC 9309 2.3.1.
-
-        * 2xx: parse it (urllib.robotparser; first 512 KiB only).
-        * 4xx (e.g. 401, 403, 404, 410) "unavailable": everything is allowed.
-        * 429, 5xx, or no answer at all after the usual retries "unreachable": RFC 9309 says
-          assume complete disallow, so every URL of the origin is refused for this fetcher's
-          life (a build run), with the reason saying why (for no answer at all, the network
-          reason itself, e.g. "connection refused (4 attempts)"). 429 is treated as
-          unreachable, as Google does: it asks us to slow down, it does not say "no file".
-        * More than five redirects: "unavailable", so allowed (RFC 9309 2.3.1.2).
-        Redirect hops are checked like any other hop (scheme, address).
-        """
-        self.stats["robots_fetched"] += 1
-        url = f"{origin}/robots.txt"
-        unreachable = "robots.txt unreachable ({}), so everything there counts as disallowed (RFC 9309)"
-        for _hop in range(ROBOTS_MAX_REDIRECTS + 1):
-            try:
-                _scheme, host, port = self._check_url(url)
-                await self._check_host(host, port)
-                exchange = await self._request(url, {}, robots=True)
-            except _Fail as fail:
-                # No HTTP answer at all: the host itself is unreachable, and saying so is clearer
-                # than blaming robots.txt. Still "disallow" for the run, so a dead host costs one
-                # round of retries, not one per URL.
-                logger.info("robots.txt %s: %s", url, fail.reason)
-                return _RobotsPolicy(reason=fail.reason)
-            status = exchange.status
-            if 300 <= status < 400:
-                location = header_dict(exchange.headers).get("location")
-                if not location:
-                    return _RobotsPolicy(allow_all=True)
-                url = urljoin(url, location)
-                continue
-            if 200 <= status < 300:
-                parser = urllib.robotparser.RobotFileParser(url)
-                parser.parse(exchange.body.decode("utf-8", errors="replace").splitlines())
-                return _RobotsPolicy(parser=parser)
-            if 400 <= status < 500 and status != 429:
-                return _RobotsPolicy(allow_all=True)
-            text = status_text(status, exchange.reason)
-            if exchange.attempts > 1:
-                text += f" after {exchange.attempts} attempts"
-            return _RobotsPolicy(reason=unreachable.format(text))
-        return _RobotsPolicy(allow_all=True)
+    async def _robots_hop(self, url: str) -> RobotsAnswer | str:
+        """One robots.txt request with the checks of any other hop; why it failed when no answer came."""
+        try:
+            _scheme, host, port = self._check_url(url)
+            await self._check_host(host, port)
+            exchange = await self._request(url, {}, robots=True)
+        except _Fail as fail:
+            return fail.reason
+        location = header_dict(exchange.headers).get("location")
+        return RobotsAnswer(exchange.status, exchange.reason, location, exchange.body, exchange.attempts)
 
     # -- the network -------------------------------------------------------------------------------
     def _host_slots(self, host: str) -> asyncio.Semaphore:
@@ -616,9 +362,9 @@ class Fetcher:
             try:
                 exchange = await self._send(url, headers, robots=robots)
             except httpx.TimeoutException:
-                problem = f"timed out after {_format_seconds(c.timeout)}"
+                problem = f"timed out after {format_seconds(c.timeout)}"
             except (httpx.NetworkError, httpx.RemoteProtocolError) as exc:
-                problem = _describe_network_error(exc, url)
+                problem = describe_network_error(exc, url)
                 if problem.startswith(("DNS lookup failed", "TLS")):
                     raise _Fail(problem) from None  # another try will not change these
             except httpx.TransportError as exc:  # proxy and local protocol errors: not transient
@@ -631,7 +377,7 @@ class Fetcher:
                 if wait is not None and wait > c.max_retry_after:
                     raise _Fail(
                         f"{status_text(exchange.status, exchange.reason)} with Retry-After "
-                        f"{_format_seconds(wait)} (over the {_format_seconds(c.max_retry_after)} limit)",
+                        f"{format_seconds(wait)} (over the {format_seconds(c.max_retry_after)} limit)",
                         exchange.status,
                     )
                 delay = max(wait or 0.0, self._backoff(attempt))
@@ -715,17 +461,6 @@ class Fetcher:
         return exchange
 
 
-# -- helpers used by Fetcher ----------------------------------------------------------------------
-
-
-def _origin(scheme: str, host: str, port: int) -> str:
-    default = 443 if scheme == "https" else 80
-    netloc = f"[{host}]" if ":" in host else host
-    if port != default:
-        netloc = f"{netloc}:{port}"
-    return urlunsplit((scheme, netloc, "", "", ""))
-
-
 def _exchange_from_archive(hit: ArchivedResponse) -> _Exchange:
     return _Exchange(
         url=hit.url,
@@ -738,40 +473,3 @@ def _exchange_from_archive(hit: ArchivedResponse) -> _Exchange:
         warc_path=str(hit.path),
         warc_offset=hit.offset,
     )
-
-
-def _causes(exc: BaseException) -> list[BaseException]:
-    chain: list[BaseException] = []
-    seen: set[int] = set()
-    current: BaseException | None = exc
-    while current is not None and id(current) not in seen:
-        chain.append(current)
-        seen.add(id(current))
-        current = current.__cause__ or current.__context__
-    return chain
-
-
-def _describe_network_error(exc: httpx.HTTPError, url: str) -> str:
-    """A few words for a transport failure; DNS and TLS problems are named as such."""
-    host = urlsplit(url).hostname or url
-    chain = _causes(exc)
-    text = " ".join(str(e) for e in chain).lower()
-    if (
-        any(isinstance(e, socket.gaierror) for e in chain)
-        or "name or service not known" in text
-        or ("nodename nor servname" in text or "temporary failure in name resolution" in text)
-    ):
-        return f"DNS lookup failed for {host}"
-    if any(isinstance(e, ssl.SSLCertVerificationError) for e in chain) or "certificate verify failed" in text:
-        return f"TLS certificate verification failed for {host}"
-    if any(isinstance(e, ssl.SSLError) for e in chain):
-        return f"TLS handshake with {host} failed"
-    if any(isinstance(e, ConnectionRefusedError) for e in chain) or "connection refused" in text:
-        return "connection refused"
-    if any(isinstance(e, ConnectionResetError) for e in chain) or "reset by peer" in text:
-        return "connection reset by the server"
-    if isinstance(exc, httpx.RemoteProtocolError):
-        return "the server closed the connection without a valid response"
-    if isinstance(exc, httpx.ConnectError):
-        return f"could not connect to {host}"
-    return f"network error ({exc.__class__.__name__})"

@@ -14,17 +14,15 @@ import logging
 from collections.abc import Sequence
 from dataclasses import dataclass
 from html.parser import HTMLParser
-from urllib.parse import parse_qs, quote, urljoin, urlsplit
+from urllib.parse import parse_qs, quote, urlsplit
 
 from dmlqa.acquire.fetch import Fetcher
-from dmlqa.catalog.urls import arxiv_id, github_repo
+from dmlqa.catalog.urls import absolute_link, arxiv_id, github_repo, site
 from dmlqa.errors import FetchError
 from dmlqa.models import FetchResult
 
 logger = logging.getLogger(__name__)
 
-_OPENREVIEW_HOSTS = frozenset({"openreview.net", "www.openreview.net"})
-_GITHUB_HOSTS = frozenset({"github.com", "www.github.com"})
 #: Files under github.com/<o>/<r>/blob/ whose raw bytes are the document itself.
 _GITHUB_RAW_SUFFIXES = (".md", ".markdown", ".rst", ".txt", ".pdf")
 
@@ -32,17 +30,17 @@ _GITHUB_RAW_SUFFIXES = (".md", ".markdown", ".rst", ".txt", ".pdf")
 def _resolved_url(url: str) -> str | None:
     """The full-text URL a link leads to by the site's URL pattern alone, or None."""
     parts = urlsplit(url.strip())
-    host = (parts.hostname or "").lower()
+    host = site(url) if parts.netloc else ""  # a link without a scheme and host names no site's path
     ident = arxiv_id(url)
     if ident is not None:
         # The version is dropped: arxiv.org/pdf/<id> is the latest, and the snapshot stores it.
         return f"https://arxiv.org/pdf/{ident}"
-    if host in _OPENREVIEW_HOSTS and parts.path.rstrip("/") in ("/forum", "/pdf"):
+    if host == "openreview.net" and parts.path.rstrip("/") in ("/forum", "/pdf"):
         ids = parse_qs(parts.query).get("id")
         if ids and ids[0]:
             return f"https://openreview.net/pdf?id={quote(ids[0], safe='')}"
         return None
-    if host in _GITHUB_HOSTS:
+    if host == "github.com":
         segments = [s for s in parts.path.split("/") if s]
         if github_repo(url) is None:
             return None
@@ -114,11 +112,7 @@ def citation_pdf_url(html: bytes, base_url: str) -> str | None:
         pass
     if not parser.pdf_url:
         return None
-    base = urljoin(base_url, parser.base_href) if parser.base_href else base_url
-    absolute = urljoin(base, parser.pdf_url).split("#", 1)[0]
-    if urlsplit(absolute).scheme.lower() not in ("http", "https"):
-        return None
-    return absolute
+    return absolute_link(parser.pdf_url, base_url, parser.base_href)
 
 
 @dataclass(frozen=True)

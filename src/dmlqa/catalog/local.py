@@ -23,7 +23,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from dmlqa.acquire.fetch import format_size
+from dmlqa.fsutil import format_size
 from dmlqa.models import Block, Document, Failure
 from dmlqa.paths import LOCAL_DIR
 
@@ -45,6 +45,7 @@ class AddReport:
 
 
 def too_large_reason(size: int, cap: int) -> str:
+    """Why a file over the size cap is refused; ``add``, the build and the extractor say it alike."""
     return f"too large: {format_size(size)} is over the {format_size(cap)} limit (setting fetch.max_bytes)"
 
 

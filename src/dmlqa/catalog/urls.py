@@ -12,7 +12,7 @@ from __future__ import annotations
 import hashlib
 import re
 from datetime import date
-from urllib.parse import parse_qsl, quote, unquote, urlencode, urlsplit, urlunsplit
+from urllib.parse import parse_qsl, quote, unquote, urlencode, urljoin, urlsplit, urlunsplit
 
 # -- patterns ------------------------------------------------------------------------------------
 
@@ -207,6 +207,20 @@ def address(url: str) -> str:
     return raw.split("#", 1)[0]
 
 
+def absolute_link(href: str, page_url: str, base_href: str | None = None) -> str | None:
+    """The absolute http(s) URL a link on a page leads to (fragment dropped), else None.
+
+    Resolved against the page's ``<base href>`` when it has one, else against ``page_url`` (its
+    final URL after redirects). The resolver following ``citation_pdf_url`` and the extractor
+    recording it both go by this, so they never name different PDFs for one page.
+    """
+    base = urljoin(page_url, base_href) if base_href else page_url
+    absolute = urljoin(base, href.strip()).split("#", 1)[0]
+    if urlsplit(absolute).scheme.lower() not in ("http", "https"):
+        return None
+    return absolute
+
+
 def _clean_query(query: str) -> str:
     """Drop tracking parameters but keep the rest in order (they can select the resource)."""
     if not query:
@@ -219,7 +233,11 @@ def _clean_query(query: str) -> str:
 
 
 def _split(url: str) -> tuple[str, str]:
-    """(host without www., path) of an absolute or scheme-less URL; ("", "") when unparsable."""
+    """(host without www., path) of an absolute or scheme-less URL; ("", "") when unparsable.
+
+    ``www.`` goes by :func:`_strip_www`, the rule :func:`canonicalize` uses, so an id or a kind
+    read from a URL never disagrees with the URL's canonical form about which host it names.
+    """
     raw = url.strip()
     if raw.lower().startswith("www."):
         raw = "https://" + raw
@@ -228,7 +246,13 @@ def _split(url: str) -> tuple[str, str]:
         host = (parts.hostname or "").lower()
     except ValueError:
         return "", ""
-    return host.removeprefix("www."), parts.path
+    return _strip_www(host), parts.path
+
+
+def site(url: str) -> str:
+    """The lower-case host of a URL without ``www.`` (``""`` when it has none or cannot be read):
+    the one spelling of "which site" for filters and reports, as the catalog's identity has it."""
+    return _split(url)[0]
 
 
 # -- identities ----------------------------------------------------------------------------------
@@ -313,12 +337,22 @@ def resource_id(canonical_url: str) -> str:
 
 
 def url_title(canonical_url: str) -> str:
-    """The stand-in title of a link that has no text of its own: the URL without its scheme."""
+    """The stand-in title of a link that has no text of its own: the URL without its scheme.
+
+    The catalog gives this placeholder to every entry it has no title for; :func:`is_url_title`
+    knows it, so the title of the fetched page replaces it later.
+    """
     return re.sub(r"^https?://", "", canonical_url)
 
 
 def is_url_title(title: str, canonical_url: str) -> bool:
-    """True when ``title`` is only a spelling of a URL (so any real title should replace it)."""
+    """True when ``title`` is only a spelling of a URL (so any real title should replace it).
+
+    Empty, the URL itself, the catalog's placeholder :func:`url_title`, or anything that is a
+    single ``http(s)://`` or ``www.`` token. The one copy of this rule: the catalog merging two
+    sightings, the extractor choosing between the catalog's title and the page's, and the build
+    refreshing a stored document all ask it, so a placeholder never outlives a real title.
+    """
     t = title.strip()
     if not t or t in (canonical_url, url_title(canonical_url)):
         return True

@@ -30,7 +30,6 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 from pathlib import Path
 
-from langchain_text_splitters import RecursiveCharacterTextSplitter
 from tokenizers import Encoding, Tokenizer
 
 from dmlqa.models import BLOCK_SEPARATOR, Chunk, Document
@@ -158,6 +157,9 @@ class Chunker:
         self.overlap = overlap
         self.min_tokens = min_tokens
         self.max_tokens = counter.max_tokens
+        # Imported here: langchain costs ~0.2 s, which every importer of dmlqa.index would pay otherwise.
+        from langchain_text_splitters import RecursiveCharacterTextSplitter
+
         self._splitter = RecursiveCharacterTextSplitter(
             separators=SEPARATORS,
             is_separator_regex=True,

@@ -23,23 +23,25 @@ import os
 import sqlite3
 import threading
 from collections import OrderedDict
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Protocol
 
 import numpy as np
 
-from dmlqa.errors import DmlqaError
+from dmlqa.errors import EncoderError
 from dmlqa.settings import BUNDLED_MODEL
+
+__all__ = [
+    "ENCODERS", "FLUSH_EVERY", "CachedEncoder", "EmbedResult", "EmbeddingCache", "Encoder", "EncoderError",
+    "OnnxEncoder", "TorchEncoder", "VectorSource", "embed_groups", "embed_texts", "load_encoder", "local_vectors",
+    "model_dir", "model_label", "text_sha256",
+]
 
 log = logging.getLogger(__name__)
 
 ENCODERS = ("onnx-int8", "onnx", "torch")
-
-
-class EncoderError(DmlqaError, RuntimeError):
-    """The configured model or encoder cannot be loaded (message says what to change)."""
 
 
 class Encoder(Protocol):
@@ -91,12 +93,6 @@ def _model_fingerprint(path: Path) -> str:
     return h.hexdigest()[:10]
 
 
-def _offline_env() -> None:
-    """A local model never needs the hub; without these a missing file blocks ~70 s on DNS."""
-    os.environ.setdefault("HF_HUB_OFFLINE", "1")
-    os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
-
-
 def _read_json(path: Path) -> dict:
     try:
         return json.loads(path.read_text(encoding="utf-8"))
@@ -131,15 +127,15 @@ class TorchEncoder:
 
     def __init__(self, model: str) -> None:
         path = model_dir(model)
-        if path is not None:
-            _offline_env()
         try:
             import torch
             from sentence_transformers import SentenceTransformer
 
             # A GPU when there is one (Ray GPU actors): vectors agree with the CPU's within float tolerance.
             self.device = "cuda" if torch.cuda.is_available() else "cpu"
-            self._model = SentenceTransformer(str(path or model), device=self.device)
+            # A local folder never needs the hub: asking it anyway blocks ~70 s on DNS when a file is
+            # missing and there is no network. Said per call, so the process environment stays the caller's.
+            self._model = SentenceTransformer(str(path or model), device=self.device, local_files_only=path is not None)
         except Exception as exc:  # the library raises many types for a missing/offline model
             raise EncoderError(
                 f"cannot load embedding model {model!r}: {exc}. Give a local model path or "
@@ -250,11 +246,10 @@ def _ensure_onnx(model_path: Path, target: Path, quantize: bool) -> Path:
     target.mkdir(parents=True, exist_ok=True)
     if not fp32.is_file():
         log.info("exporting %s to ONNX (one time)", model_path)
-        _offline_env()
         import torch
         from transformers import AutoModel
 
-        hf = AutoModel.from_pretrained(str(model_path)).eval()
+        hf = AutoModel.from_pretrained(str(model_path), local_files_only=True).eval()  # a local folder: no hub
 
         class _Wrapper(torch.nn.Module):
             def __init__(self, inner: torch.nn.Module) -> None:
@@ -441,11 +436,47 @@ class CachedEncoder:
         return np.stack([found[t] for t in texts]).astype(np.float32, copy=False)
 
 
+#: Texts between two writes of new vectors to the cache: a build that dies half-way keeps what it paid for.
+FLUSH_EVERY = 1024
+
+#: Where vectors come from: called with the texts to embed and their encoder batches (lists of
+#: positions into the texts, see :func:`embed_groups`), it yields ``(positions, vectors)`` once per
+#: batch, in any order. The default runs the encoder in this process; the Ray executor hands the
+#: batches to an actor pool (:func:`dmlqa.pipeline.ray_executor.ray_vectors`).
+VectorSource = Callable[[Sequence[str], Sequence[list[int]]], Iterator[tuple[list[int], np.ndarray]]]
+
+
 @dataclass(frozen=True)
 class EmbedResult:
+    """What the embed step gives back: the vectors, and how many texts the model saw."""
+
     vectors: np.ndarray  # (n, dim) float32, row i for texts[i]
     embedded: int  # texts that went through the model
     reused: int  # texts served from the cache
+
+
+def embed_groups(n: int, batch_size: int, flush_every: int = FLUSH_EVERY) -> list[list[int]]:
+    """Positions ``0..n-1`` in the encoder batches :func:`embed_texts` uses.
+
+    Batches never straddle a cache flush, so every executor hands the encoder exactly the same
+    batch mates: dynamic int8 quantisation makes a vector depend slightly on its batch, and the
+    Ray executor must give the local build's vectors.
+    """
+    groups: list[list[int]] = []
+    for s in range(0, n, flush_every):
+        part = range(s, min(s + flush_every, n))
+        groups.extend(list(part[b : b + batch_size]) for b in range(0, len(part), batch_size))
+    return groups
+
+
+def local_vectors(encoder: Encoder, batch_size: int) -> VectorSource:
+    """The default :data:`VectorSource`: ``encoder`` in this process, one batch at a time, in order."""
+
+    def source(texts: Sequence[str], groups: Sequence[list[int]]) -> Iterator[tuple[list[int], np.ndarray]]:
+        for group in groups:
+            yield group, encoder.encode([texts[i] for i in group], batch_size=batch_size)
+
+    return source
 
 
 def embed_texts(
@@ -455,14 +486,19 @@ def embed_texts(
     *,
     batch_size: int = 32,
     progress: Callable[[int], None] | None = None,
-    flush_every: int = 1024,
+    flush_every: int = FLUSH_EVERY,
+    source: VectorSource | None = None,
 ) -> EmbedResult:
     """Vectors for ``texts``, embedding only those whose hash the cache lacks.
 
-    ``progress`` is called with the number of texts each model batch embedded.
+    The one embed-and-cache loop of dmlqa: both build executors and the sentence stage go
+    through it, and only ``source`` (where the model runs) differs. ``encoder`` names the vectors
+    (its key) and gives their width even when ``source`` runs copies of it elsewhere.
 
-    New vectors are written to the cache every ``flush_every`` texts, so a build that dies
-    half-way keeps what it already paid for.
+    ``progress`` is called with the number of texts each model batch embedded. New vectors are
+    written to the cache every ``flush_every`` texts, so a build that dies half-way keeps what it
+    already paid for. A text repeated within one call is embedded once; its other copies count as
+    reused.
     """
     hashes = [text_sha256(t) for t in texts]
     known = cache.get_many(encoder.key, hashes) if cache else {}
@@ -471,22 +507,27 @@ def embed_texts(
         if h not in known and h not in todo:
             todo[h] = t
     pending = list(todo.items())
-    for s in range(0, len(pending), flush_every):
-        part = pending[s : s + flush_every]
-        fresh: dict[str, np.ndarray] = {}
-        for b in range(0, len(part), batch_size):
-            batch = part[b : b + batch_size]
-            vecs = encoder.encode([t for _, t in batch], batch_size=batch_size)
-            for (h, _), v in zip(batch, vecs, strict=True):
-                fresh[h] = v
-            if progress:
-                progress(len(batch))
-        if cache:
-            cache.put_many(encoder.key, fresh)
-        known.update(fresh)
-    dim = encoder.dim
-    out = np.zeros((len(texts), dim), dtype=np.float32)
+    groups = embed_groups(len(pending), batch_size, flush_every)
+    source = source or local_vectors(encoder, batch_size)
+    fresh: dict[str, np.ndarray] = {}
+    seen = 0
+    for positions, vecs in source([t for _, t in pending], groups):
+        for p, v in zip(positions, vecs, strict=True):
+            fresh[pending[p][0]] = v
+        seen += len(positions)
+        if progress:
+            progress(len(positions))
+        if len(fresh) >= flush_every:
+            if cache:
+                cache.put_many(encoder.key, fresh)
+            known.update(fresh)
+            fresh = {}
+    if cache and fresh:
+        cache.put_many(encoder.key, fresh)
+    known.update(fresh)
+    if seen != len(pending):
+        raise EncoderError(f"the encoder returned {seen} of {len(pending)} vectors; run the build again")
+    out = np.zeros((len(texts), encoder.dim), dtype=np.float32)
     for i, h in enumerate(hashes):
         out[i] = known[h]
-    # A text repeated within one call is embedded once; its other copies count as reused.
     return EmbedResult(vectors=out, embedded=len(todo), reused=len(texts) - len(todo))

@@ -1,60 +1,61 @@
-"""The build's fetch, extract, chunk and embed stages as Ray Data pipelines (``dmlqa build --executor ray``).
+"""The build's fetch, extract, chunk and embed stages as Ray Data pipelines (``build.executor = "ray"``).
 
-The local executor (:mod:`dmlqa.pipeline.build`) stays the default; this module is imported only when a
-build asks for Ray, and needs the optional extra (``pip install "dmlqa[ray]"``).
+The local executor (:mod:`dmlqa.pipeline.local_executor`) stays the default; the build imports
+this module only when asked for Ray, and it needs the optional extra (``pip install "dmlqa[ray]"``).
+Workers run the very stage functions of :mod:`dmlqa.pipeline.stages` the local executor runs, so a
+resource gives exactly the document, passages and vectors it would give locally.
 
-Three datasets run one after the other, with the driver in between wherever the build needs state
-that lives in one place (the home's document store, the embedding cache):
+Three datasets run one after the other, with the driver (the build) in between wherever the build
+needs state that lives in one place (the home's document store, the embedding cache):
 
-1. **fetch + extract**: the catalog's resources, in batches; each task fetches its batch with the
-   project's own async :class:`~dmlqa.acquire.fetch.Fetcher` (replaying ``--archive`` files, writing its own
-   WARC file and the shared manifest) and extracts each response with :func:`dmlqa.pipeline.build._extract_one`,
-   so a resource gives exactly the document the local build would give. The previous text of each
-   resource travels with it, so workers never open the document store.
-2. **chunk**: every document (catalog and local files, in the local build's order) is cut by the same
-   :class:`~dmlqa.index.chunk.Chunker`, loaded once per worker process.
-3. **embed**: the texts the cache lacks, grouped into exactly the encoder batches the local build
-   would use (dynamic int8 quantisation makes a vector depend slightly on its batch mates), through an
-   actor pool in which each actor loads the encoder once; one GPU per actor when the cluster has GPUs.
+1. **fetch + extract**: the catalog's resources, in batches; each task fetches its batch with
+   :func:`~dmlqa.pipeline.stages.fetch` (replaying ``--archive`` files, writing its own WARC file and
+   the shared manifest) and extracts each response with :func:`~dmlqa.pipeline.stages.extract_one`.
+   The previous text of each resource travels with it, so workers never open the document store.
+2. **chunk**: every document (catalog and local files, in the local build's order) is cut by
+   :func:`~dmlqa.pipeline.stages.chunk` with a chunker loaded once per worker process.
+3. **embed**: a :data:`~dmlqa.index.embed.VectorSource` for :func:`dmlqa.index.embed.embed_texts`,
+   the one embed-and-cache loop: the texts the cache lacks, in exactly the encoder batches the local
+   build uses (dynamic int8 quantisation makes a vector depend slightly on its batch mates), go to
+   an actor pool in which each actor loads the encoder once; one GPU per actor when the cluster has GPUs.
 
-Results are sorted back into document order and chunk ordinal on the driver, which then writes the
+Results are put back into document order and chunk ordinal on the driver, which then writes the
 same index format through the same writer. The home (and any ``--archive`` file) must be on a file
 system every node sees (NFS, EFS, Filestore) for stage 1; stages 2 and 3 need nothing but the model.
+
+Nothing here changes the process environment. A Ray that :func:`connect` starts is Ray's own
+default: usage statistics off (Ray turns them off for clusters ``ray.init`` starts) and token
+authentication on, its token kept in ``~/.ray/auth_token``; set ``RAY_AUTH_MODE=disabled`` in the
+environment to opt out, or join a cluster you started (``ray.address``).
 """
 
 from __future__ import annotations
 
-import asyncio
 import json
 import logging
-import os
-import time
-from collections.abc import Sequence
-from dataclasses import asdict
+from collections.abc import Iterator, Sequence
 from functools import lru_cache
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from dmlqa.errors import DmlqaError
+from dmlqa.errors import EncoderMismatchError, ExecutorError, RayUnavailableError
 from dmlqa.index.docstore import DocStore
-from dmlqa.index.versions import dense_text
-from dmlqa.models import Chunk, Document, Failure, Resource
-from dmlqa.pipeline.build import (
-    BuildOptions,
-    BuildReport,
-    Progress,
-    Staged,
-    _extract_one,
-    _fetch_all,
-    _Fetched,
-    _local_documents,
-    _timed,
-    one_per_work,
-    sync_store,
-)
+from dmlqa.index.embed import embed_groups
+from dmlqa.models import Document, Resource
+from dmlqa.pipeline import stages
+from dmlqa.pipeline.report import BuildOptions, ChunkResult, ExtractResult, FetchBatch, Progress, Stopwatch
 from dmlqa.settings import Settings
+
+if TYPE_CHECKING:
+    from dmlqa.index.chunk import Chunker
+    from dmlqa.index.embed import Encoder, VectorSource
+
+__all__ = [
+    "CHUNK_BATCH", "EMBED_GROUPS_PER_CALL", "FETCH_BATCH", "FETCH_TASKS", "EmbedActor", "RayExecutor",
+    "RayUnavailableError", "cluster_gpus", "connect", "embed_on_ray", "quiet_data_context", "ray_vectors",
+]
 
 log = logging.getLogger(__name__)
 
@@ -67,12 +68,6 @@ FETCH_TASKS = 2
 CHUNK_BATCH = 32
 #: Encoder batches handed to an embed actor per call.
 EMBED_GROUPS_PER_CALL = 8
-#: Texts between two writes of new vectors to the cache (as the local build, see embed_texts).
-FLUSH_EVERY = 1024
-
-
-class RayUnavailableError(DmlqaError):
-    """Ray is not installed (the executor needs the optional extra)."""
 
 
 def _import_ray():  # noqa: ANN202 - the ray module
@@ -90,14 +85,12 @@ def connect(address: str | None, *, temp_dir: Path | None = None) -> bool:
     """Join the cluster at ``address`` ("auto" = the one ``ray start`` made here), or start a local one.
 
     Returns True when this call started Ray (the caller then shuts it down). An already initialised
-    Ray (a test, a notebook) is used as it is.
+    Ray (a test, a notebook) is used as it is. Ray's session files go under ``temp_dir`` (the
+    home's ``ray/``), not a shared /tmp folder.
     """
     ray = _import_ray()
     if ray.is_initialized():
         return False
-    # A library must not phone home or write credentials into ~/.ray on the user's behalf.
-    os.environ.setdefault("RAY_USAGE_STATS_ENABLED", "0")
-    os.environ.setdefault("RAY_AUTH_MODE", "disabled")
     kwargs: dict[str, Any] = {"include_dashboard": False, "log_to_driver": False}
     if address:
         ray.init(address=address, **kwargs)
@@ -120,72 +113,38 @@ def _tasks(ray: Any, n: int) -> dict[str, Any]:
         return {"concurrency": n}
 
 
-def _quiet_data_context() -> None:
+def quiet_data_context() -> None:
+    """No progress bars or stats logs from Ray Data: library code prints nothing, the build has its own progress."""
     from ray.data import DataContext
 
     ctx = DataContext.get_current()
-    ctx.enable_progress_bars = False  # library code prints nothing; the build has its own progress
+    ctx.enable_progress_bars = False
     ctx.verbose_stats_logs = False
 
 
 # -- stage 1: fetch + extract -----------------------------------------------------------------------
 
 
-class _PreviousStore:
-    """The one method of :class:`DocStore` that ``_extract_one`` uses, over the text shipped with the row."""
-
-    def __init__(self, previous: Document | None) -> None:
-        self._previous = previous
-
-    def get(self, doc_id: str) -> Document | None:
-        return self._previous
-
-
 def _fetch_extract_batch(batch: dict[str, np.ndarray], settings: Settings, options: BuildOptions) -> dict[str, list]:
     """One task: fetch a batch of resources asynchronously, then extract each (runs on a worker)."""
     resources = [Resource.from_json(json.loads(str(r))) for r in batch["res"]]
     previous = [Document.from_json(json.loads(str(p))) if str(p) else None for p in batch["prev"]]
-    fetched, stats = asyncio.run(_fetch_all(resources, settings, options, lambda n: None))
-    docs, reports, flags = [], [], []
-    for item, prev in zip(fetched, previous, strict=True):
-        report = BuildReport()
-        doc = _extract_one(item, _PreviousStore(prev), report)  # type: ignore[arg-type]
-        docs.append(json.dumps(doc.to_json(), ensure_ascii=False))
-        reports.append(json.dumps(_counters(report)))
-        flags.append(json.dumps(_fetch_flags(item)))
-    return {
-        "i": [int(i) for i in batch["i"]],
-        "doc": docs,
-        "counters": reports,
-        "flags": flags,
-        "stats": [json.dumps(stats)] + ["{}"] * (len(docs) - 1),
-    }
-
-
-def _counters(report: BuildReport) -> dict[str, Any]:
-    return {
-        "failed": [asdict(f) for f in report.failed],
-        "extracted": report.extracted,
-        "reused_documents": report.reused_documents,
-        "kept_previous": report.kept_previous,
-    }
-
-
-def _fetch_flags(item: _Fetched) -> dict[str, bool]:
-    doc = item.resolved.document if item.resolved is not None else None
-    return {
-        "ok": doc is not None,
-        "from_archive": bool(doc is not None and doc.from_archive),
-        "not_modified": bool(doc is not None and doc.not_modified),
-    }
+    fetched = stages.fetch(resources, settings, archives=options.archives, offline=options.offline)
+    extracted, fetch_rows = [], []
+    for n, (item, prev) in enumerate(zip(fetched.items, previous, strict=True)):
+        extracted.append(json.dumps(stages.extract_one(item, prev).to_json(), ensure_ascii=False))
+        # One batch per row (the task's fetcher counters on its first row): they add up on the driver.
+        row = FetchBatch.of([item], fetched.stats if n == 0 else None)
+        fetch_rows.append(json.dumps(row.to_json()))
+    return {"i": [int(i) for i in batch["i"]], "extracted": extracted, "fetched": fetch_rows}
 
 
 def _fetch_and_extract(
     ray: Any, settings: Settings, options: BuildOptions, resources: Sequence[Resource], store: DocStore,
-    report: BuildReport, progress: Progress,
-) -> tuple[list[Document], dict[str, int]]:
+    progress: Progress,
+) -> tuple[FetchBatch, ExtractResult]:
     if not resources:
-        return [], {}
+        return FetchBatch(), ExtractResult()
     rows = []
     for i, res in enumerate(resources):
         prev = store.get(res.id)
@@ -209,61 +168,30 @@ def _fetch_and_extract(
     progress.done("fetch")
     out.sort(key=lambda r: int(r["i"]))
     if len(out) != len(resources):
-        raise DmlqaError(f"the Ray fetch stage returned {len(out)} of {len(resources)} resources")
-
-    docs: list[Document] = []
-    stats: dict[str, int] = {}
-    for row in out:
-        docs.append(Document.from_json(json.loads(str(row["doc"]))))
-        c = json.loads(str(row["counters"]))
-        report.failed.extend(Failure(**f) for f in c["failed"])
-        report.extracted += c["extracted"]
-        report.reused_documents += c["reused_documents"]
-        report.kept_previous += c["kept_previous"]
-        flags = json.loads(str(row["flags"]))
-        report.from_archive += flags["from_archive"]
-        report.not_modified += flags["not_modified"]
-        report.fetched += flags["ok"] and not flags["from_archive"] and not flags["not_modified"]
-        for k, v in json.loads(str(row["stats"])).items():
-            stats[k] = stats.get(k, 0) + int(v)
-    return docs, stats
+        raise ExecutorError(f"the Ray fetch stage returned {len(out)} of {len(resources)} resources; build again")
+    fetched = FetchBatch.combine([FetchBatch.from_json(json.loads(str(r["fetched"]))) for r in out])
+    extracted = ExtractResult.combine([ExtractResult.from_json(json.loads(str(r["extracted"]))) for r in out])
+    return fetched, extracted
 
 
 # -- stage 2: chunk ------------------------------------------------------------------------------------
 
 
 @lru_cache(maxsize=4)
-def _chunker(model: str, chunk_tokens: int, overlap: int):  # noqa: ANN202 - dmlqa.index.chunk.Chunker
+def _chunker(model: str, chunk_tokens: int, overlap: int) -> Chunker:
     """One chunker per worker process (loading the tokenizer is the expensive part)."""
-    from dmlqa.index.chunk import Chunker, TokenCounter
-    from dmlqa.index.embed import model_dir
-
-    path = model_dir(model)
-    counter = TokenCounter.from_model_dir(path) if path else None
-    if counter is None:
-        raise DmlqaError(f"model {model!r} has no local folder with tokenizer.json")
-    return Chunker(counter, chunk_tokens=chunk_tokens, overlap=overlap)
+    return stages.load_chunker(model, chunk_tokens, overlap)
 
 
 def _chunk_batch(batch: dict[str, np.ndarray], model: str, chunk_tokens: int, overlap: int) -> dict[str, list]:
     chunker = _chunker(model, chunk_tokens, overlap)
-    chunks_out, failures = [], []
-    for raw in batch["doc"]:
-        doc = Document.from_json(json.loads(str(raw)))
-        try:
-            chunks = chunker.chunk(doc)
-            failures.append("")
-        except Exception as exc:  # noqa: BLE001 - as the local build: one document never stops the build
-            log.exception("chunking failed for %s", doc.url)
-            chunks = []
-            failures.append(json.dumps(asdict(Failure(doc.url, "chunk", f"unexpected error: {exc!r}"))))
-        chunks_out.append(json.dumps([asdict(c) for c in chunks], ensure_ascii=False))
-    return {"i": [int(i) for i in batch["i"]], "chunks": chunks_out, "failure": failures}
+    results = [stages.chunk([Document.from_json(json.loads(str(raw)))], chunker) for raw in batch["doc"]]
+    return {"i": [int(i) for i in batch["i"]], "result": [json.dumps(r.to_json(), ensure_ascii=False) for r in results]}
 
 
-def _chunk_all(ray: Any, settings: Settings, docs: Sequence[Document], report: BuildReport) -> list[Chunk]:
+def _chunk_all(ray: Any, settings: Settings, docs: Sequence[Document]) -> ChunkResult:
     if not docs:
-        return []
+        return ChunkResult()
     model, tokens, overlap = settings.embed.model, settings.index.chunk_tokens, settings.index.chunk_overlap
     _chunker(model, tokens, overlap)  # fail early, on the driver
     rows = [{"i": i, "doc": json.dumps(d.to_json(), ensure_ascii=False)} for i, d in enumerate(docs)]
@@ -274,13 +202,8 @@ def _chunk_all(ray: Any, settings: Settings, docs: Sequence[Document], report: B
     )
     out = sorted(ds.take_all(), key=lambda r: int(r["i"]))
     if len(out) != len(docs):
-        raise DmlqaError(f"the Ray chunk stage returned {len(out)} of {len(docs)} documents")
-    chunks: list[Chunk] = []
-    for row in out:
-        if row["failure"]:
-            report.failed.append(Failure(**json.loads(row["failure"])))
-        chunks.extend(Chunk(**c) for c in json.loads(row["chunks"]))
-    return chunks
+        raise ExecutorError(f"the Ray chunk stage returned {len(out)} of {len(docs)} documents; build again")
+    return ChunkResult.combine([ChunkResult.from_json(json.loads(r["result"])) for r in out])
 
 
 # -- stage 3: embed ----------------------------------------------------------------------------------
@@ -311,137 +234,104 @@ class EmbedActor:
         return {"g": [int(g) for g in batch["g"]], "vecs": vecs, "key": [self.encoder.key] * len(vecs)}
 
 
-def embed_groups(texts: Sequence[str], batch_size: int, flush_every: int = FLUSH_EVERY) -> list[list[int]]:
-    """Positions of ``texts`` grouped as :func:`dmlqa.index.embed.embed_texts` batches them."""
-    groups = []
-    for s in range(0, len(texts), flush_every):
-        part = range(s, min(s + flush_every, len(texts)))
-        groups.extend(list(part[b : b + batch_size]) for b in range(0, len(part), batch_size))
-    return groups
+def ray_vectors(ray: Any, settings: Settings, *, encoder_key: str, dim: int, actors: int = 0) -> VectorSource:
+    """A :data:`~dmlqa.index.embed.VectorSource` on an actor pool: each encoder batch is one row.
+
+    ``actors`` = 0 picks one per GPU when the cluster has GPUs, else one per two CPUs. Every actor
+    must load the encoder the driver did (``encoder_key``): vectors of two encoders are never mixed.
+    """
+
+    def source(texts: Sequence[str], groups: Sequence[list[int]]) -> Iterator[tuple[list[int], np.ndarray]]:
+        if not groups:
+            return
+        gpus = cluster_gpus()
+        n_actors = actors
+        if n_actors <= 0:
+            cpus = int(ray.cluster_resources().get("CPU", 1))
+            n_actors = gpus if gpus else max(1, cpus // 2)
+        n_actors = max(1, min(n_actors, len(groups)))
+        rows = [{"g": g, "texts": json.dumps([texts[i] for i in grp], ensure_ascii=False)}
+                for g, grp in enumerate(groups)]
+        ds = ray.data.from_items(rows, override_num_blocks=max(1, min(len(rows), n_actors * 4))).map_batches(
+            EmbedActor,
+            batch_size=EMBED_GROUPS_PER_CALL,
+            compute=ray.data.ActorPoolStrategy(size=n_actors),
+            num_gpus=1 if gpus else 0,
+            num_cpus=1,
+            fn_constructor_kwargs={
+                "model": settings.embed.model, "encoder": settings.embed.encoder,
+                "cache_dir": str(settings.encoders_dir), "batch_size": settings.embed.batch_size,
+                "device": "cuda" if gpus else "cpu",
+            },
+        )
+        seen = 0
+        for batch in ds.iter_batches(batch_size=None, batch_format="numpy"):
+            for g, blob, key in zip(batch["g"], batch["vecs"], batch["key"], strict=True):
+                if str(key) != encoder_key:
+                    raise EncoderMismatchError(
+                        f"an embed actor loaded encoder {key}, the driver {encoder_key}: same model on every node?",
+                        expected=encoder_key, found=str(key),
+                    )
+                pos = groups[int(g)]
+                seen += 1
+                yield pos, np.frombuffer(blob, dtype=np.float32).reshape(len(pos), dim)
+        if seen != len(groups):
+            raise ExecutorError(f"the Ray embed stage returned {seen} of {len(groups)} batches; build again")
+
+    return source
 
 
 def embed_on_ray(
-    ray: Any, texts: Sequence[str], *, settings: Settings, encoder_key: str, dim: int,
-    actors: int = 0, progress: Any = None,
-    on_vectors: Any = None,
+    ray: Any, texts: Sequence[str], *, settings: Settings, encoder_key: str, dim: int, actors: int = 0
 ) -> np.ndarray:
-    """Vectors of ``texts`` (all of them: the caller leaves out what its cache holds) on an actor pool.
-
-    ``actors`` = 0 picks one per GPU when the cluster has GPUs, else one per two CPUs.
-    ``on_vectors(positions, vectors)`` is called as results arrive (to fill a cache as the local
-    build does).
-    """
+    """Vectors of all ``texts`` on an actor pool, no cache (the benchmark's view of :func:`ray_vectors`)."""
     out = np.zeros((len(texts), dim), dtype=np.float32)
-    if not texts:
-        return out
-    groups = embed_groups(texts, settings.embed.batch_size)
-    gpus = cluster_gpus()
-    if actors <= 0:
-        cpus = int(ray.cluster_resources().get("CPU", 1))
-        actors = gpus if gpus else max(1, cpus // 2)
-    actors = max(1, min(actors, len(groups)))
-    rows = [{"g": g, "texts": json.dumps([texts[i] for i in grp], ensure_ascii=False)} for g, grp in enumerate(groups)]
-    ds = ray.data.from_items(rows, override_num_blocks=max(1, min(len(rows), actors * 4))).map_batches(
-        EmbedActor,
-        batch_size=EMBED_GROUPS_PER_CALL,
-        compute=ray.data.ActorPoolStrategy(size=actors),
-        num_gpus=1 if gpus else 0,
-        num_cpus=1,
-        fn_constructor_kwargs={
-            "model": settings.embed.model, "encoder": settings.embed.encoder, "cache_dir": str(settings.encoders_dir),
-            "batch_size": settings.embed.batch_size, "device": "cuda" if gpus else "cpu",
-        },
-    )
-    seen = 0
-    for batch in ds.iter_batches(batch_size=None, batch_format="numpy"):
-        for g, blob, key in zip(batch["g"], batch["vecs"], batch["key"], strict=True):
-            if str(key) != encoder_key:
-                raise DmlqaError(
-                    f"an embed actor loaded encoder {key}, the driver {encoder_key}: same model on every node?"
-                )
-            pos = groups[int(g)]
-            vecs = np.frombuffer(blob, dtype=np.float32).reshape(len(pos), dim)
-            out[pos] = vecs
-            seen += 1
-            if on_vectors is not None:
-                on_vectors(pos, vecs)
-            if progress is not None:
-                progress(len(pos))
-    if seen != len(groups):
-        raise DmlqaError(f"the Ray embed stage returned {seen} of {len(groups)} batches")
+    source = ray_vectors(ray, settings, encoder_key=encoder_key, dim=dim, actors=actors)
+    for pos, vecs in source(texts, embed_groups(len(texts), settings.embed.batch_size)):
+        out[pos] = vecs
     return out
 
 
-# -- the stages together --------------------------------------------------------------------------------
+# -- the executor ------------------------------------------------------------------------------------------
 
 
-def run_stages(
-    settings: Settings,
-    options: BuildOptions,
-    resources: Sequence[Resource],
-    report: BuildReport,
-    progress: Progress,
-) -> Staged:
-    """Fetch, extract, chunk and embed on Ray; fill ``report`` as the local build does.
+class RayExecutor:
+    """:class:`dmlqa.pipeline.report.Executor` on Ray: joins (or starts) a cluster when entered."""
 
-    Also updates the home's document store exactly as the local build does (drop what is no longer
-    named, store fresh full texts) and the embedding cache.
-    """
-    from dmlqa.index.embed import EmbeddingCache, load_encoder, text_sha256
+    name = "ray"
 
-    ray = _import_ray()
-    t0 = time.perf_counter()
-    started = connect(settings.ray.address or None, temp_dir=settings.paths.ray_temp)
-    report.seconds["ray_init"] = time.perf_counter() - t0
-    try:
-        _quiet_data_context()
-        with DocStore(settings.corpus_dir / "documents.sqlite") as store:
-            with _timed(report, "fetch+extract"):
-                docs, stats = _fetch_and_extract(ray, settings, options, resources, store, report, progress)
-            with _timed(report, "extract"):
-                docs.extend(_local_documents(settings, store, report))
-                sync_store(store, docs, report)
-        docs = one_per_work(resources, docs, report)
+    def __init__(self, settings: Settings, options: BuildOptions, progress: Progress, clock: Stopwatch) -> None:
+        self.settings = settings
+        self.options = options
+        self.progress = progress
+        self.clock = clock
+        self._ray: Any = None
+        self._started = False
 
-        with _timed(report, "chunk"):
-            chunks = _chunk_all(ray, settings, docs, report)
-        report.chunks = len(chunks)
+    def __enter__(self) -> RayExecutor:
+        self._ray = _import_ray()
+        with self.clock("ray_init"):
+            self._started = connect(self.settings.ray.address or None, temp_dir=self.settings.paths.ray_temp)
+        try:
+            quiet_data_context()
+        except BaseException:
+            self.__exit__()
+            raise
+        return self
 
-        with _timed(report, "embed"):
-            # The driver loads the encoder too: its key names the index, and on one machine its
-            # one-time ONNX export is done before the actors (which would race on it) start.
-            encoder = load_encoder(settings.embed.model, settings.embed.encoder, settings.encoders_dir)
-            titles = {d.doc_id: d.title for d in docs}
-            texts = [dense_text(titles[c.doc_id], c.section, c.text) for c in chunks]
-            hashes = [text_sha256(t) for t in texts]
-            cache = EmbeddingCache(settings.paths.embeddings_cache)
-            try:
-                known = cache.get_many(encoder.key, hashes)
-                todo: dict[str, str] = {}
-                for h, t in zip(hashes, texts, strict=True):
-                    if h not in known and h not in todo:
-                        todo[h] = t
-                pending = list(todo.items())
+    def __exit__(self, *exc: object) -> None:
+        if self._started:
+            self._ray.shutdown()
+            self._started = False
 
-                def keep_vectors(pos: list[int], vecs: np.ndarray) -> None:
-                    fresh = {pending[p][0]: v for p, v in zip(pos, vecs, strict=True)}
-                    cache.put_many(encoder.key, fresh)
-                    known.update(fresh)
+    def fetch_extract(self, resources: Sequence[Resource], store: DocStore) -> tuple[FetchBatch, ExtractResult]:
+        with self.clock("fetch+extract"):
+            return _fetch_and_extract(self._ray, self.settings, self.options, resources, store, self.progress)
 
-                advance = progress.start("embed", len(pending))
-                embed_on_ray(
-                    ray, [t for _, t in pending], settings=settings, encoder_key=encoder.key, dim=encoder.dim,
-                    actors=settings.ray.embed_actors, progress=advance, on_vectors=keep_vectors,
-                )
-                progress.done("embed")
-            finally:
-                cache.close()
-            vectors = np.zeros((len(texts), encoder.dim), dtype=np.float32)
-            for i, h in enumerate(hashes):
-                vectors[i] = known[h]
-        report.embedded = len(pending)
-        report.reused_embeddings = len(texts) - len(pending)
-        return Staged(docs, chunks, vectors, encoder.key, stats, encoder=encoder)
-    finally:
-        if started:
-            ray.shutdown()
+    def chunk(self, documents: Sequence[Document]) -> ChunkResult:
+        return _chunk_all(self._ray, self.settings, documents)
+
+    def vectors(self, encoder: Encoder) -> VectorSource:
+        return ray_vectors(
+            self._ray, self.settings, encoder_key=encoder.key, dim=encoder.dim, actors=self.settings.ray.embed_actors
+        )

@@ -4,7 +4,7 @@
 own text showed it). A refresh downloads each upstream through the ordinary :class:`Fetcher` — so
 the same safety rules apply as to every resource (http(s) only, no private addresses unless
 allowed, size caps, robots.txt) and the response lands in the WARC archive — parses it with
-:func:`dmlqa.catalog.store.parse_list` under the list's existing name, and replaces that list's entries in
+:func:`dmlqa.catalog.lists.parse_list` under the list's existing name, and replaces that list's entries in
 the catalog: a link the list dropped leaves the catalog unless another list still names it, a new
 link joins it. The next build then drops and adds the documents accordingly.
 
@@ -22,10 +22,11 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
-from dmlqa.catalog.store import LISTS_DIR, merge, parse_list, read_catalog, read_lists, write_catalog
+from dmlqa.catalog import merge, parse_list, read_catalog, read_lists, write_catalog
 from dmlqa.errors import FetchError
 from dmlqa.fsutil import atomic_write_text
 from dmlqa.models import Resource
+from dmlqa.paths import LISTS_DIR
 from dmlqa.settings import Settings
 
 log = logging.getLogger(__name__)
@@ -105,12 +106,11 @@ async def _fetch_text(fetcher: Any, upstream: str) -> tuple[str, str]:
 async def _fetch_all(
     settings: Settings, upstreams: dict[str, str], archives: Sequence[Path], offline: bool
 ) -> dict[str, tuple[str, str] | FetchError]:
-    from dmlqa.acquire.archive import ArchiveReplay, ArchiveWriter, Manifest
-    from dmlqa.acquire.fetch import Fetcher
+    from dmlqa.acquire import ArchiveReplay, ArchiveWriter, Fetcher, Manifest
 
     replay = ArchiveReplay(list(archives)) if archives else None
     writer = None if offline else ArchiveWriter(settings.archive_dir)
-    manifest = Manifest(settings.corpus_dir / "manifest.sqlite")
+    manifest = Manifest(settings.paths.manifest)
     try:
         async with Fetcher(settings.fetch, archive=writer, manifest=manifest, replay=replay,
                            offline=offline) as fetcher:

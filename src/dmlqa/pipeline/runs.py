@@ -31,11 +31,10 @@ from typing import Any, Protocol
 from dmlqa.fsutil import atomic_write_text
 from dmlqa.index.versions import VERSIONS, current_version
 from dmlqa.models import Chunk, Document
-from dmlqa.paths import RUNS_FILE, SCHEDULE_FILE
+from dmlqa.paths import IN_PROGRESS_FILE, RUNS_FILE, SCHEDULE_FILE
 
 log = logging.getLogger(__name__)
 
-IN_PROGRESS_FILE = "run-in-progress.json"
 #: Ids listed per change kind in one record; the counts are always complete. A first build adds
 #: every resource, and a line of tens of thousands of ids helps nobody reading a status table.
 MAX_IDS = 200
@@ -233,7 +232,7 @@ def _capped(ids: Sequence[str]) -> list[str]:
 
 
 class _ReportLike(Protocol):
-    """The parts of :class:`dmlqa.pipeline.build.BuildReport` a record is made from."""
+    """The parts of :class:`dmlqa.pipeline.report.BuildReport` a record is made from."""
 
     index_version: str | None
     failed: list[Any]

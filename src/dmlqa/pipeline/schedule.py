@@ -26,25 +26,27 @@ from dataclasses import dataclass, replace
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
-from dmlqa.errors import BuildLockedError, DmlqaError
-from dmlqa.pipeline.build import BuildOptions, BuildReport, run_build
+from dmlqa.errors import BuildLockedError, DmlqaError, ScheduleError
+from dmlqa.paths import SCHEDULE_LOCK_FILE, HomePaths
+from dmlqa.pipeline.build import run_build
 from dmlqa.pipeline.lock import WriterLock
+from dmlqa.pipeline.report import BuildOptions, BuildReport
 from dmlqa.pipeline.runs import describe_error, write_schedule
 from dmlqa.settings import Settings
 
+__all__ = [
+    "SCHEDULE_LOCK_FILE", "RunOutcome", "Schedule", "ScheduleError", "SchedulerLock", "SchedulerStopped",
+    "parse_duration", "run_once", "run_scheduler",
+]
+
 log = logging.getLogger(__name__)
 
-SCHEDULE_LOCK_FILE = ".dmlqa-schedule.lock"
 #: Longest single sleep: the wall clock is re-read after it, so a suspended machine or a clock
 #: change delays a run by at most this much beyond its slot.
 MAX_NAP_S = 30.0
 
 _DURATION_PART = re.compile(r"(\d+(?:\.\d+)?)\s*(w|d|h|m|s)", re.IGNORECASE)
 _UNIT_S = {"w": 604800, "d": 86400, "h": 3600, "m": 60, "s": 1}
-
-
-class ScheduleError(DmlqaError):
-    """A schedule that cannot be understood (bad duration or cron expression)."""
 
 
 class SchedulerStopped(BaseException):  # noqa: N818 - like KeyboardInterrupt: a stop, not an error
@@ -137,7 +139,7 @@ class SchedulerLock(WriterLock):
 
     def __init__(self, home: Path) -> None:
         super().__init__(home, "schedule")
-        self.path = home / SCHEDULE_LOCK_FILE
+        self.path = HomePaths(home).schedule_lock
 
     def acquire(self) -> SchedulerLock:
         try:

@@ -21,10 +21,13 @@ import numpy as np
 
 from dmlqa.index.lexical import tokenize
 from dmlqa.models import Answer, Citation, Hit
+from dmlqa.query.citations import REFUSAL_PREFIX
+from dmlqa.query.prompt import MAX_QUESTION_CHARS
 from dmlqa.query.search import Filters, Searcher, SearchOptions, undated_excluded
+from dmlqa.settings import Settings
 
-REFUSAL = "The knowledge base has nothing on this."
-MAX_QUESTION_CHARS = 2000
+#: The extractive refusal opens with the phrase the citation check reads as a refusal in an LLM answer.
+REFUSAL = REFUSAL_PREFIX + "."
 
 # Calibrated on the development questions (bench/eval_answers.py): off-topic questions score a
 # best-sentence similarity of at most 0.30, answerable ones at least 0.38. Below this, or with a
@@ -264,7 +267,12 @@ class Asker:
         self.llm = llm  # dmlqa.query.llm.LLMBackend or None
 
     @classmethod
-    def from_settings(cls, settings) -> Asker:  # noqa: ANN001
+    def from_settings(cls, settings: Settings) -> Asker:
+        """The asker for a home's settings: a searcher over its index and the configured LLM, if any.
+
+        The one constructor front ends and the library API use, so that the LLM is set up the same
+        way wherever a question is asked.
+        """
         from dmlqa.query.llm import LLMBackend, LLMConfig
 
         config = LLMConfig.from_settings(settings)

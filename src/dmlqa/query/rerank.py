@@ -9,28 +9,29 @@ offline bundles one, so nothing is reranked by default.
 
 from __future__ import annotations
 
-import os
 import threading
 from collections.abc import Sequence
 from pathlib import Path
 
 import numpy as np
 
-from dmlqa.index.embed import EncoderError
+from dmlqa.errors import EncoderError
 
 
 class Reranker:
+    """One cross-encoder, loaded once; scores are computed one query at a time (a lock per model)."""
+
     def __init__(self, model: str) -> None:
         path = Path(model).expanduser()
-        if path.exists():
-            os.environ.setdefault("HF_HUB_OFFLINE", "1")
-            os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
+        local = path.exists()
         try:
             import torch
             from sentence_transformers import CrossEncoder
 
             device = "cuda" if torch.cuda.is_available() else "cpu"
-            self._model = CrossEncoder(str(path if path.exists() else model), device=device)
+            # A local folder never needs the hub (asking blocks ~70 s on DNS when offline); said per
+            # call, so the process environment stays the caller's.
+            self._model = CrossEncoder(str(path if local else model), device=device, local_files_only=local)
         except Exception as exc:  # the library raises many types for a missing/offline model
             raise EncoderError(f"cannot load reranker {model!r}: {exc}") from None
         self.name = model

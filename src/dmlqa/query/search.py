@@ -11,14 +11,14 @@ from __future__ import annotations
 
 import sqlite3
 import threading
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
-from pathlib import Path
-from urllib.parse import urlsplit
 
 import numpy as np
 
-from dmlqa.index.embed import CachedEncoder, EmbeddingCache, Encoder, EncoderError, load_encoder
+from dmlqa.catalog.urls import site
+from dmlqa.errors import EncoderMismatchError
+from dmlqa.index.embed import CachedEncoder, EmbeddingCache, Encoder, load_encoder
 from dmlqa.index.versions import DocRecord, IndexVersion, current_version, open_current
 from dmlqa.models import Hit
 from dmlqa.settings import Settings
@@ -42,6 +42,19 @@ class Filters:
     #: and :func:`undated_excluded` says how many).
     include_undated: bool = False
 
+    @classmethod
+    def from_options(
+        cls, *, kinds: Iterable[str] | None = None, since: int | None = None, until: int | None = None,
+        topics: Iterable[str] | None = None, hosts: Iterable[str] | None = None, include_undated: bool = False,
+    ) -> Filters:
+        """Filters from a front end's options as they arrive (lists or None for "not given").
+
+        The one place the CLI, the chat app and the library API turn their keyword options into
+        filters, so that a new condition is added once.
+        """
+        return cls(kinds=tuple(kinds or ()), since=since, until=until, topics=tuple(topics or ()),
+                   hosts=tuple(hosts or ()), include_undated=bool(include_undated))
+
     def active(self) -> bool:
         return bool(self.kinds or self.since or self.until or self.topics or self.hosts)
 
@@ -50,11 +63,15 @@ class Filters:
         return bool(self.since or self.until)
 
 
+#: Retrieval modes: both retrievers fused, or one alone (for comparisons and debugging).
+MODES = ("hybrid", "dense", "bm25")
+
+
 @dataclass(frozen=True)
 class SearchOptions:
     k: int = 10
     per_doc: bool = False
-    mode: str = "hybrid"  # hybrid | dense | bm25
+    mode: str = "hybrid"  # one of MODES
     filters: Filters = field(default_factory=Filters)
     candidates: int = 100  # per retriever, before fusion
     rerank: bool = True  # apply the configured cross-encoder, if any
@@ -71,8 +88,7 @@ def rrf(rankings: Sequence[Sequence[int]], k: int = RRF_K, weights: Sequence[flo
 
 
 def _host(url: str) -> str:
-    host = (urlsplit(url).hostname or "").lower()
-    return host[4:] if host.startswith("www.") else host
+    return site(url)
 
 
 def allowed_docs(version: IndexVersion, filters: Filters) -> set[str] | None:
@@ -153,9 +169,9 @@ class Searcher:
             if key not in self._encoders:
                 enc: Encoder = load_encoder(meta["model"], meta["encoder"], self.settings.encoders_dir)
                 if enc.key != key:
-                    raise EncoderError(
+                    raise EncoderMismatchError(
                         f"the index was built with encoder {key} but {enc.key} is installed now; "
-                        "rebuild the index (`dmlqa build`)"
+                        "rebuild the index (`dmlqa build`)", expected=key, found=enc.key,
                     )
                 if self._store is None and self._use_store:
                     try:
@@ -264,9 +280,3 @@ class Searcher:
             )
         return hits
 
-
-def open_searcher(home: Path | str | None = None) -> Searcher:
-    """Library entry point: a searcher over a home's published index."""
-    from dmlqa.settings import load_settings
-
-    return Searcher(load_settings(home))

@@ -1,0 +1,363 @@
+"""The chat app's HTML: answers with ``[n]`` links and their sources, messages, related papers, status.
+
+Pure functions from the library's records (:class:`~dmlqa.models.Answer`, the index's document
+records, the related items, the status dictionary) to HTML, tested without a browser. Everything
+that reaches the page is escaped here: document titles, passages and error messages come from the
+web, and a question may contain markup. Links are emitted only for ``http(s)`` URLs. Each fragment
+is one line: Gradio's chat renders messages as markdown, and an HTML block without a newline is
+passed through as HTML, never read as markdown.
+"""
+
+from __future__ import annotations
+
+import html
+import re
+import sqlite3
+from collections.abc import Callable, Mapping, Sequence
+from typing import Any, Protocol
+from urllib.parse import urlsplit, urlunsplit
+
+from dmlqa.errors import DmlqaError, IndexMissingError
+from dmlqa.models import Answer, Citation
+
+#: A pasted question is shown in the chat up to this many characters.
+MAX_SHOWN_QUESTION = 600
+#: Quotes under an answer are cut to about this many characters.
+QUOTE_CHARS = 260
+
+NO_INDEX_MESSAGE = (
+    "No index has been built yet. Build one with <code>dmlqa build</code> (or "
+    "<code>dmlqa --home DIR build</code>), see the README's Quick start; the app picks it up "
+    "without a restart."
+)
+
+
+class SourceDoc(Protocol):
+    """What a citation's link needs of its document (an index ``DocRecord``): where its text came from."""
+
+    source_url: str
+    content_type: str
+
+
+# -- escaping and links ---------------------------------------------------------------------------
+
+
+def esc(text: object) -> str:
+    """HTML-escape anything for element content or a quoted attribute."""
+    return html.escape("" if text is None else str(text), quote=True)
+
+
+def safe_url(url: str | None) -> str | None:
+    """``url`` when it is an absolute http(s) URL with a host (whitespace and controls refused), else None."""
+    if not url or not isinstance(url, str):
+        return None
+    url = url.strip()
+    if any(ch.isspace() or ord(ch) < 0x20 or ord(ch) == 0x7F for ch in url):
+        return None
+    try:
+        parts = urlsplit(url)
+    except ValueError:
+        return None
+    if parts.scheme.lower() not in ("http", "https") or not parts.hostname:
+        return None
+    return url
+
+
+def source_href(url: str | None, page: int | None = None, *, source_url: str | None = None,
+                content_type: str | None = None) -> str | None:
+    """Where a citation opens: the original URL, at the page (``#page=N``) for a PDF passage.
+
+    A paper's canonical URL is often its landing page (arXiv's ``/abs/``); the PDF the text came
+    from is ``source_url``, and only a PDF viewer understands ``#page=N``.
+    """
+    base = safe_url(url)
+    if page and content_type == "pdf":
+        pdf = safe_url(source_url) or base
+        if pdf:
+            s = urlsplit(pdf)
+            return urlunsplit((s.scheme, s.netloc, s.path, s.query, f"page={int(page)}"))
+    return base
+
+
+def link(href: str | None, text_html: str, *, cls: str = "", title: str = "") -> str:
+    """An ``<a>`` opening in a new tab when ``href`` is a safe http(s) URL, else a plain ``<span>``.
+
+    ``text_html`` must already be escaped; ``title`` is escaped here.
+    """
+    attrs = f' class="{esc(cls)}"' if cls else ""
+    attrs += f' title="{esc(title)}"' if title else ""
+    safe = safe_url(href)
+    if safe is None:
+        return f"<span{attrs}>{text_html}</span>"
+    return f'<a href="{esc(safe)}" target="_blank" rel="noopener noreferrer"{attrs}>{text_html}</a>'
+
+
+def shorten(text: str, limit: int) -> str:
+    """Collapse whitespace and cut to about ``limit`` characters on a word boundary."""
+    flat = " ".join((text or "").split())
+    if len(flat) <= limit:
+        return flat
+    cut = flat[: limit - 1]
+    if " " in cut[limit // 2 :]:
+        cut = cut[: cut.rindex(" ")]
+    return cut.rstrip(" ,;:.") + "…"
+
+
+def _one_line(fragment: str) -> str:
+    # Gradio's chat renders messages as markdown; an HTML block without blank lines (here: without
+    # any newline) is passed through as HTML and never read as markdown.
+    return fragment.replace("\r", " ").replace("\n", " ")
+
+
+# -- answers -------------------------------------------------------------------------------------------
+
+_MARKER = re.compile(r"\[(\d{1,3})\]")
+
+
+def citation_hrefs(citations: Sequence[Citation], docs: Mapping[str, SourceDoc] | None = None) -> dict[int, str | None]:
+    """``n`` → the link of citation ``n`` (see :func:`source_href`); ``docs`` gives PDF source URLs."""
+    out: dict[int, str | None] = {}
+    for c in citations:
+        d = docs.get(c.doc_id) if docs and c.doc_id else None
+        out[c.n] = source_href(c.url, c.page, source_url=d.source_url if d else None,
+                               content_type=d.content_type if d else None)
+    return out
+
+
+#: A list item line: "- ", "* ", "• " (bullets) or "1. ", "2) " (numbered); the extractive answerer
+#: writes list items it quotes as "- item [n]", one per line, and LLMs write markdown lists.
+_BULLET_LINE = re.compile(r"^\s*[-*•▪●◦‣]\s+(?=\S)")
+_NUMBER_LINE = re.compile(r"^\s*\d{1,2}[.)]\s+(?=\S)")
+
+
+def rich_text(text: str, inline: Callable[[str], str] = esc) -> str:
+    """Answer text as one line of HTML: list lines become ``<ul>``/``<ol>``, the rest paragraphs.
+
+    Lines starting with ``- ``/``* ``/``• `` are bullets (one line is enough); two or more
+    consecutive ``1. ``/``2) `` lines are a numbered list (a single one is ordinary text); a blank
+    line separates paragraphs and other line breaks stay breaks. ``inline`` escapes the text of
+    each line (and may add links); nothing in ``text`` is ever read as markup.
+    """
+    lines = (text or "").replace("\r\n", "\n").replace("\r", "\n").split("\n")
+    kinds = []
+    for line in lines:
+        if not line.strip():
+            kinds.append("blank")
+        elif _BULLET_LINE.match(line):
+            kinds.append("ul")
+        elif _NUMBER_LINE.match(line):
+            kinds.append("ol")
+        else:
+            kinds.append("text")
+    for i, kind in enumerate(kinds):  # a lone numbered line ("2019. The …") is text
+        if kind == "ol" and "ol" not in (kinds[i - 1] if i else None, kinds[i + 1] if i + 1 < len(kinds) else None):
+            kinds[i] = "text"
+    out: list[str] = []
+    para: list[str] = []
+    items: list[str] = []
+    open_list: str | None = None
+
+    def close() -> None:
+        nonlocal open_list
+        if para:
+            out.append(f'<p class="dmlqa-p">{"<br>".join(para)}</p>')
+            para.clear()
+        if open_list:
+            out.append(f"<{open_list}>{''.join(items)}</{open_list}>")
+            items.clear()
+            open_list = None
+
+    for line, kind in zip(lines, kinds, strict=True):
+        if kind == "blank":
+            close()
+        elif kind == "text":
+            if open_list:
+                close()
+            para.append(inline(line.strip()))
+        else:
+            if para or (open_list and open_list != kind):
+                close()
+            open_list = kind
+            pattern = _BULLET_LINE if kind == "ul" else _NUMBER_LINE
+            items.append(f"<li>{inline(pattern.sub('', line, count=1).strip())}</li>")
+    close()
+    return "".join(out)
+
+
+def text_with_links(text: str, citations: Sequence[Citation], hrefs: Mapping[int, str | None]) -> str:
+    """Escape ``text``, turn each ``[n]`` that names a citation into a link to its source, and
+    render its lists as lists (see :func:`rich_text`)."""
+    titles = {c.n: c.title for c in citations}
+
+    def marker(m: re.Match[str]) -> str:
+        n = int(m.group(1))
+        if n not in titles:
+            return m.group(0)
+        return link(hrefs.get(n), f"[{n}]", cls="dmlqa-cite", title=f"[{n}] {titles[n]}")
+
+    # escaping leaves "[", digits and "]" alone, so markers survive it
+    return rich_text(text, lambda line: _MARKER.sub(marker, esc(line)))
+
+
+def backend_label(backend: str) -> str:
+    """What answered, in words: ``llm:llama3.1`` → ``LLM llama3.1``."""
+    if backend.startswith("llm:"):
+        return f"LLM {backend[4:]}"
+    if backend == "extractive":
+        return "extractive (sentences quoted from the sources, no LLM)"
+    return backend
+
+
+def facts(venue: str | None, year: int | None, page: int | None = None) -> str:
+    """``NeurIPS 2020 · p. 3`` (empty parts left out)."""
+    parts = [" ".join(str(x) for x in (venue, year) if x)]
+    if page:
+        parts.append(f"p. {page}")
+    return " · ".join(p for p in parts if p)
+
+
+def sources_html(citations: Sequence[Citation], hrefs: Mapping[int, str | None], *, heading: str = "Sources") -> str:
+    """The numbered sources: title (linked), venue/year, page and a short quoted passage."""
+    if not citations:
+        return ""
+    items = []
+    for c in citations:
+        title = link(hrefs.get(c.n), esc(c.title or c.url), cls="dmlqa-source-title")
+        meta = facts(c.venue, c.year, c.page)
+        quote = shorten(c.quote, QUOTE_CHARS)
+        items.append(
+            f'<li class="dmlqa-source" data-n="{c.n}"><span class="dmlqa-n">[{c.n}]</span> {title}'
+            + (f' <span class="dmlqa-facts">{esc(meta)}</span>' if meta else "")
+            + (f'<blockquote class="dmlqa-quote">“{esc(quote)}”</blockquote>' if quote else "")
+            + "</li>"
+        )
+    return f'<div class="dmlqa-sources"><strong>{esc(heading)}</strong><ul>{"".join(items)}</ul></div>'
+
+
+def answer_html(answer: Answer, docs: Mapping[str, SourceDoc] | None = None, *, extra_notice: str | None = None) -> str:
+    """One chat answer: text with linked ``[n]`` markers, notices, sources, and who answered."""
+    hrefs = citation_hrefs(answer.citations, docs)
+    body = text_with_links(answer.answer, answer.citations, hrefs)
+    parts = [f'<div class="dmlqa-answer"><div class="dmlqa-text">{body}</div>']
+    undated = undated_note(answer.undated_excluded,
+                           hint=" (tick “keep documents of unknown year” under Filters to include them)")
+    for notice in (extra_notice, answer.notice, undated):
+        if notice:
+            parts.append(f'<div class="dmlqa-notice">⚠ {esc(notice)}</div>')
+    parts.append(sources_html(answer.citations, hrefs, heading="Nearest sources" if answer.refused else "Sources"))
+    if answer.flags:
+        flags = "".join(f"<li>{esc(f)}</li>" for f in answer.flags)
+        parts.append(f'<details class="dmlqa-flags"><summary>{len(answer.flags)} citation check(s)</summary>'
+                     f"<ul>{flags}</ul></details>")
+    parts.append(f'<div class="dmlqa-meta">Answered by <span class="dmlqa-backend">{esc(backend_label(answer.backend))}'
+                 f"</span> in {answer.seconds:.2f} s</div></div>")
+    return _one_line("".join(parts))
+
+
+def streaming_html(text: str) -> str:
+    """An answer still arriving: escaped text (lists as lists) and a cursor."""
+    body = rich_text(text) or '<p class="dmlqa-p"></p>'
+    cursor = '<span class="dmlqa-cursor">▍</span>'
+    body = body[: -len("</p>")] + cursor + "</p>" if body.endswith("</p>") else body + cursor
+    return _one_line(f'<div class="dmlqa-answer dmlqa-streaming"><div class="dmlqa-text">{body}</div></div>')
+
+
+PENDING_HTML = '<div class="dmlqa-answer dmlqa-pending"><div class="dmlqa-text">Searching the sources…</div></div>'
+
+
+def message_html(message: str, *, kind: str = "error") -> str:
+    """A message from the app itself (bad input, no index, a failure), escaped."""
+    body = esc(message).replace("\n", "<br>")
+    return _one_line(f'<div class="dmlqa-answer dmlqa-{esc(kind)}"><div class="dmlqa-text">⚠ {body}</div></div>')
+
+
+def question_html(question: str) -> str:
+    """The user's question as the chat shows it: escaped text, a huge paste shortened."""
+    shown = question.strip()
+    if len(shown) > MAX_SHOWN_QUESTION:
+        shown = shown[:MAX_SHOWN_QUESTION].rstrip() + f"… ({len(question):,} characters in all)"
+    return _one_line(f'<div class="dmlqa-question">{esc(shown).replace(chr(10), "<br>")}</div>')
+
+
+def undated_note(count: int, *, what: str = "the year filter", hint: str = "") -> str | None:
+    """Why fewer documents were searched: ``count`` documents of unknown year left out by a year filter."""
+    if count <= 0:
+        return None
+    docs = "1 document of unknown year was" if count == 1 else f"{count:,} documents of unknown year were"
+    return f"{docs} left out by {what}{hint}"
+
+
+# -- related papers and status ------------------------------------------------------------------------
+
+
+def related_rows(result: Any) -> list[dict[str, Any]]:
+    """A ``RelatedResult``'s items as plain rows (kept per session for "ask about this paper")."""
+    return [
+        {"doc_id": r.doc_id, "title": r.title, "url": r.url, "year": r.year, "venue": r.venue, "kind": r.kind,
+         "reason": r.reason, "score": round(float(r.score), 4)}
+        for r in result.items
+    ]
+
+
+def related_html(rows: Sequence[Mapping[str, Any]], notice: str | None = None, *,
+                 target: Mapping[str, Any] | None = None) -> str:
+    """The related-papers table: linked title, year/venue, kind, why, and an ask button per row.
+
+    ``target`` is the indexed document the query named (its title and URL head the table).
+    """
+    head = f'<div class="dmlqa-notice">⚠ {esc(notice)}</div>' if notice else ""
+    if target:
+        title = link(target.get("url"), esc(target.get("title") or target.get("url")))
+        head += f'<p class="dmlqa-target">Related to {title}</p>'
+    if not rows:
+        return _one_line(head + '<p class="dmlqa-empty">No related documents.</p>')
+    body = []
+    for i, r in enumerate(rows):
+        title = link(r.get("url"), esc(r.get("title") or r.get("url")), cls="dmlqa-related-title")
+        body.append(
+            f'<tr data-row="{i}"><td>{i + 1}</td><td>{title}</td><td>{esc(facts(r.get("venue"), r.get("year")))}</td>'
+            f'<td>{esc(r.get("kind") or "")}</td><td class="dmlqa-why">{esc(r.get("reason") or "")}</td>'
+            f'<td><button type="button" class="dmlqa-ask-about" data-row="{i}">Ask about this paper</button></td></tr>'
+        )
+    table = ('<table class="dmlqa-related"><thead><tr><th>#</th><th>title</th><th>year / venue</th><th>kind</th>'
+             f'<th>why</th><th></th></tr></thead><tbody>{"".join(body)}</tbody></table>')
+    return _one_line(head + table)
+
+
+def status_html(status: Mapping[str, Any] | None, error: str | None = None) -> str:
+    """The index's facts; with no index, how to build one."""
+    if status is None:
+        return _one_line(f'<div class="dmlqa-status dmlqa-no-index"><p>{NO_INDEX_MESSAGE}</p>'
+                         + (f'<p class="dmlqa-facts">{esc(error)}</p>' if error else "") + "</div>")
+    rows = [
+        ("index version", status.get("index_version")), ("built", status.get("built_at")),
+        ("documents with full text", status.get("documents")),
+        ("catalog cards (catalog facts only)", status.get("cards")),
+        ("chunks", status.get("chunks")), ("resources in the catalog", status.get("resources")),
+        ("embedding model", f"{status.get('model')} ({status.get('encoder')})"),
+    ]
+    table = "".join(f"<tr><th>{esc(k)}</th><td>{esc(v)}</td></tr>" for k, v in rows)
+    failed = list(status.get("failed") or [])
+    if failed:
+        items = "".join(
+            f"<tr><td>{esc(f.get('stage'))}</td><td>{link(f.get('url'), esc(f.get('url')))}</td>"
+            f"<td>{esc(f.get('error'))}</td></tr>" for f in failed
+        )
+        fail = (f'<details class="dmlqa-failed"><summary>{len(failed)} resource(s) failed at the last build</summary>'
+                f"<table><thead><tr><th>stage</th><th>url</th><th>reason</th></tr></thead><tbody>{items}"
+                "</tbody></table></details>")
+    else:
+        fail = "<p>No resource failed at the last build.</p>"
+    return _one_line(f'<div class="dmlqa-status"><table class="dmlqa-status-table">{table}</table>{fail}</div>')
+
+
+def friendly_error(exc: BaseException) -> str:
+    """A message for the page (never a traceback)."""
+    if isinstance(exc, IndexMissingError):
+        return "No index has been built yet: run `dmlqa build`, then ask again (no restart needed)."
+    if isinstance(exc, DmlqaError):
+        return str(exc)
+    if isinstance(exc, sqlite3.Error | OSError):
+        return "The index was being replaced while answering; please ask again in a moment."
+    return f"Something went wrong while answering ({type(exc).__name__}); the details are in the server log."
+

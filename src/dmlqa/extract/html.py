@@ -1,0 +1,261 @@
+"""HTML pages: main text through trafilatura, headings as sections, and the facts in meta tags.
+
+Page chrome that trafilatura's fallback extractors sometimes keep (nav bars, headers, footers,
+cookie banners) is pruned first. Scholarly landing pages that render their abstract with scripts
+still carry it in their metadata, so such a page is indexed by its abstract rather than refused.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+from collections import deque
+from collections.abc import Iterable
+
+import lxml.etree
+import lxml.html
+import trafilatura
+
+from dmlqa.catalog.urls import absolute_link
+from dmlqa.errors import ExtractError
+from dmlqa.extract.facts import clean_authors, split_authors, year_of
+from dmlqa.extract.text import (
+    ATX_HEADING,
+    SETEXT_RULE,
+    Extracted,
+    clean_text,
+    decode_text,
+    norm_space,
+    sectionize,
+    strip_links,
+)
+from dmlqa.models import Block
+
+log = logging.getLogger(__name__)
+
+#: A page whose text (title lines aside) has fewer words than this has nothing worth indexing.
+MIN_HTML_WORDS = 5
+
+#: Page chrome removed before trafilatura sees the page. trafilatura drops most of it by itself,
+#: but its fallback extractors (used on thin pages such as publisher landing pages) keep nav bars.
+PRUNE_XPATH = [
+    "//nav",
+    "//footer",
+    "//header[not(ancestor::article) and not(ancestor::main)]",
+    "//*[@role='navigation' or @role='banner' or @role='contentinfo']",
+    "//*[@role='dialog' or @role='alertdialog']",
+    "//*[contains(translate(@id, 'COOKIE', 'cookie'), 'cookie')]",
+    "//*[contains(translate(@class, 'COOKIE', 'cookie'), 'cookie')]",
+    "//*[contains(@id, 'consent') or contains(@class, 'consent')]",
+    "//*[contains(@class, 'skip-link') or contains(@class, 'skip-to-content')]",
+    "//*[contains(@class, 'breadcrumb') or contains(@id, 'breadcrumb')]",
+    "//*[contains(@aria-label, 'readcrumb')]",
+    "//*[contains(@class, 'edit-page') or contains(@class, 'edit-this-page')]",
+    "//*[contains(@class, 'edit-link')]",
+    "//*[contains(@class, 'feedback')]",
+    "//a[contains(@href, '/edit/')]",
+]
+#: trafilatura's "extensive" date search reads the footer's "© 2026" as a publication date.
+DATE_PARAMS = {"extensive_search": False, "original_date": True}
+
+
+def extract_html(body: bytes, *, url: str = "", charset: str | None = None) -> Extracted:
+    """Main text of an HTML page, one block per heading-delimited section."""
+    text = decode_text(body, charset, html=True)
+    try:
+        # Parse our own decoding as UTF-8 bytes: lxml refuses str input that carries an XML
+        # encoding declaration, and a forced parser encoding keeps a lying <meta charset> out.
+        tree = lxml.html.document_fromstring(
+            text.encode("utf-8", "surrogatepass"), parser=lxml.html.HTMLParser(encoding="utf-8")
+        )
+    except (lxml.etree.ParserError, ValueError) as e:
+        raise ExtractError(url, "no readable text in the HTML page") from e
+    meta = _meta_tags(tree)
+    try:
+        result = trafilatura.bare_extraction(
+            tree,
+            url=url if url.startswith(("http://", "https://")) else None,
+            include_comments=False,
+            favor_recall=True,
+            with_metadata=True,
+            prune_xpath=PRUNE_XPATH,
+            date_extraction_params=DATE_PARAMS,
+        )
+    except Exception as e:  # trafilatura is robust, but a crash in it must not stop a build
+        log.warning("trafilatura failed on %s: %r", url, e)
+        result = None
+
+    title = _first(meta, "citation_title", "dc.title") or (result.title if result else None) or None
+    title = clean_text(title) if title else None
+    blocks = _html_blocks(result.text or "", result.body) if result is not None else []
+    if _word_count(blocks, title) < MIN_HTML_WORDS:
+        # Scholarly landing pages that render the abstract with scripts still carry it in their
+        # metadata. Elsewhere a meta description is a marketing line, not worth indexing alone.
+        scholarly = any(name.startswith(("citation_", "dc.")) for name in meta)
+        abstract = _first(meta, "citation_abstract", "dc.description", "description", "og:description")
+        abstract = clean_text(abstract) if abstract and scholarly else ""
+        if len(abstract.split()) < MIN_HTML_WORDS:
+            raise ExtractError(url, "no readable text in the HTML page")
+        blocks = [Block(f"{title}\n{abstract}" if title else abstract, section="Abstract")]
+
+    authors = _html_authors(meta, result.author if result is not None else None)
+    date, year = _html_date(meta, tree, result.date if result is not None else None)
+    pdf_url = _first(meta, "citation_pdf_url")
+    return Extracted(
+        blocks=tuple(blocks),
+        content_type="html",
+        title=title,
+        authors=authors,
+        date=date,
+        pdf_url=absolute_link(pdf_url, url, _base_href(tree)) if pdf_url else None,
+        year=year,
+    )
+
+
+#: Meta tags that state when a page's work was published, most specific first.
+HTML_DATE_META = (
+    "citation_publication_date",
+    "citation_date",
+    "citation_online_date",
+    "citation_year",
+    "citation_cover_date",
+    "dc.date.issued",
+    "dc.date",
+    "dcterms.issued",
+    "dcterms.date",
+    "prism.publicationdate",
+    "article:published_time",
+)
+#: One-author-per-tag meta tags (Google Scholar's ``citation_author`` and Dublin Core's creator).
+HTML_AUTHOR_META = ("citation_author", "dc.creator", "dcterms.creator")
+
+
+def _html_authors(meta: dict[str, list[str]], trafilatura_author: str | None) -> tuple[str, ...]:
+    """Authors a page names: repeated ``citation_author`` tags first, then ``<meta name=author>``,
+    then trafilatura's guess; junk ("Copyright", "admin", e-mail addresses) rejected throughout."""
+    for name in HTML_AUTHOR_META:
+        if meta.get(name):
+            found = clean_authors(meta[name])
+            if found:
+                return found
+    for raw in (_first(meta, "author"), trafilatura_author):
+        if raw:
+            found = clean_authors(split_authors(raw))
+            if found:
+                return found
+    return ()
+
+
+def _html_date(
+    meta: dict[str, list[str]], tree: lxml.html.HtmlElement, trafilatura_date: str | None
+) -> tuple[str | None, int | None]:
+    """(date string, year) from the page's meta tags, its JSON-LD ``datePublished``, or trafilatura."""
+    candidates = [v for name in HTML_DATE_META for v in meta.get(name, [])[:1]]
+    candidates += _json_ld_dates(tree)
+    if trafilatura_date:
+        candidates.append(trafilatura_date)
+    for c in candidates:
+        year = year_of(c)
+        if year is not None:
+            return c, year
+    return (candidates[0] if candidates else None), None
+
+
+def _json_ld_dates(tree: lxml.html.HtmlElement) -> list[str]:
+    """``datePublished`` values of the page's JSON-LD blocks (schema.org articles, papers)."""
+    found: list[str] = []
+    for el in tree.iter("script"):
+        if "ld+json" not in (el.get("type") or "").lower() or not el.text or len(el.text) > 200_000:
+            continue
+        try:
+            data = json.loads(el.text)
+        except ValueError:
+            continue
+        stack = [data]
+        while stack and len(found) < 5:
+            item = stack.pop()
+            if isinstance(item, dict):
+                value = item.get("datePublished")
+                if isinstance(value, str):
+                    found.append(value)
+                stack.extend(v for v in item.values() if isinstance(v, dict | list))
+            elif isinstance(item, list):
+                stack.extend(v for v in item if isinstance(v, dict | list))
+    return found
+
+
+def _meta_tags(tree: lxml.html.HtmlElement) -> dict[str, list[str]]:
+    """``<meta name|property=... content=...>`` values by lower-case name, in page order."""
+    found: dict[str, list[str]] = {}
+    for el in tree.iter("meta"):
+        name = (el.get("name") or el.get("property") or "").strip().lower()
+        content = (el.get("content") or "").strip()
+        if name and content:
+            found.setdefault(name, []).append(content)
+    return found
+
+
+def _base_href(tree: lxml.html.HtmlElement) -> str | None:
+    """The page's first ``<base href>``, against which its relative links resolve."""
+    for el in tree.iter("base"):
+        href = (el.get("href") or "").strip()
+        if href:
+            return href
+    return None
+
+
+def _first(meta: dict[str, list[str]], *names: str) -> str | None:
+    for name in names:
+        if meta.get(name):
+            return meta[name][0]
+    return None
+
+
+def _html_blocks(text: str, body: lxml.etree._Element | None) -> list[Block]:
+    """Split trafilatura's text at the headings it kept (``<head>`` elements of its output tree).
+
+    Some pages (READMEs rendered by a lenient Markdown engine) also carry Markdown as literal
+    text: ``#`` lines outside code are taken as headings too, and links reduced to their text.
+    """
+    heads: deque[str] = deque()
+    code_lines: set[str] = set()
+    if body is not None:
+        heads.extend(h for h in (norm_space("".join(el.itertext())) for el in body.iter("head")) if h)
+        for el in body.iter("code"):
+            code_lines.update(norm_space(line) for line in "".join(el.itertext()).split("\n"))
+    items: list[tuple[str, str | None]] = []
+    for line in text.split("\n"):
+        n = norm_space(line)
+        # Look a few headings ahead: trafilatura may drop a heading from the text but not the tree.
+        hit = next((i for i, h in enumerate(list(heads)[:4]) if h == n), None) if n else None
+        if hit is not None:
+            for _ in range(hit + 1):
+                heads.popleft()
+            items.append((line, n))
+            continue
+        if n and n not in code_lines:
+            line = strip_links(line)
+            m = ATX_HEADING.match(line)
+            if m:
+                heading = norm_space(m.group(2))
+                items.append((heading, heading))
+                continue
+            if (
+                SETEXT_RULE.match(line)
+                and len(n) >= 3
+                and items
+                and items[-1][1] is None
+                and items[-1][0].strip()
+            ):
+                heading = norm_space(items[-1][0])
+                items[-1] = (heading, heading)
+                continue
+        items.append((line, None))
+    return sectionize(items)
+
+
+def _word_count(blocks: Iterable[Block], title: str | None) -> int:
+    """Words of the blocks, not counting lines that merely repeat the title."""
+    t = norm_space(title or "")
+    return sum(len(line.split()) for b in blocks for line in b.text.split("\n") if norm_space(line) != t)
+

@@ -1,0 +1,183 @@
+"""PDFs: text page by page with pypdf, each page one block carrying its 1-based number so answers
+can cite pages.
+
+Every way a PDF can be unusable becomes an :class:`~dmlqa.errors.ExtractError` with a short reason:
+pypdf raises plain ``ValueError``/``KeyError``/... on damaged files, so its calls are wrapped per
+document and per page, and a page that fails is skipped while the others are kept.
+"""
+
+from __future__ import annotations
+
+import io
+import logging
+import re
+from collections.abc import Iterable
+
+from pypdf import PasswordType, PdfReader
+from pypdf.errors import DependencyError
+
+from dmlqa.errors import ExtractError
+from dmlqa.extract.facts import clean_authors, pdf_year, split_authors
+from dmlqa.extract.text import Extracted, clean_text
+from dmlqa.models import Block
+
+log = logging.getLogger(__name__)
+# pypdf warns about every small defect of real-world PDFs; those are not our news.
+logging.getLogger("pypdf").setLevel(logging.ERROR)
+
+#: A PDF with fewer non-space characters per page than this has no usable text layer.
+MIN_PDF_CHARS_PER_PAGE = 20
+
+
+def extract_pdf(body: bytes, *, url: str = "") -> Extracted:
+    """Text of a PDF page by page; each non-empty page becomes a block with its 1-based number."""
+    reader = _open_pdf(body, url)
+    if reader.is_encrypted:
+        # Many PDFs are "encrypted" only against editing: the empty user password opens them.
+        try:
+            opened = reader.decrypt("")
+        except DependencyError as e:
+            raise ExtractError(url, "encrypted PDF: AES needs the cryptography package") from e
+        except Exception as e:
+            raise ExtractError(url, f"encrypted PDF: {_describe(e)}") from e
+        if opened == PasswordType.NOT_DECRYPTED:
+            raise ExtractError(url, "encrypted PDF: a password is needed")
+    try:
+        n_pages = len(reader.pages)
+    except Exception as e:
+        raise ExtractError(url, f"corrupt PDF: {_describe(e)}") from e
+    if n_pages == 0:
+        raise ExtractError(url, "corrupt PDF: no pages")
+
+    raw: list[tuple[int, str]] = []
+    errors: list[str] = []
+    for i in range(n_pages):
+        try:
+            page_text = reader.pages[i].extract_text() or ""
+        except Exception as e:
+            log.debug("%s: page %d unreadable: %r", url, i + 1, e)
+            errors.append(f"page {i + 1}: {_describe(e)}")
+            continue
+        raw.append((i + 1, page_text))
+    if errors:
+        log.info("%s: %d of %d PDF pages unreadable (%s)", url, len(errors), n_pages, errors[0])
+
+    vocabulary = _hyphenated_vocabulary(t for _, t in raw)
+    blocks = []
+    for number, page_text in raw:
+        t = clean_text(dehyphenate(page_text, vocabulary))
+        if t:
+            blocks.append(Block(text=t, page=number))
+    chars = sum(len("".join(b.text.split())) for b in blocks)
+    if chars < MIN_PDF_CHARS_PER_PAGE * n_pages:
+        if errors and not blocks:
+            raise ExtractError(url, f"corrupt PDF: {errors[0]}")
+        raise ExtractError(url, "PDF has no text layer (scanned images?)")
+
+    title, authors, date, info = _pdf_metadata(reader)
+    first_page = next((t for number, t in raw if number == 1), "")
+    year = pdf_year(first_page, created=date, producer=info)
+    return Extracted(
+        blocks=tuple(blocks), content_type="pdf", title=title, authors=authors, date=date, pages=n_pages,
+        year=year,
+    )
+
+
+_CATALOG = re.compile(rb"(\d+)\s+(\d+)\s+obj\s*<<(?:(?!endobj).){0,2000}?/Type\s*/Catalog\b", re.DOTALL)
+
+
+def _open_pdf(body: bytes, url: str) -> PdfReader:
+    """A reader over ``body``; a truncated file (cut-off download) is given a makeshift trailer.
+
+    pypdf rebuilds a lost cross-reference table by itself but needs the trailer's ``/Root``; when
+    the document catalog survived (it often comes first, e.g. in linearised files) the pages
+    written before the cut can still be read.
+    """
+    try:
+        reader = PdfReader(io.BytesIO(body), strict=False)
+        if not reader.is_encrypted:
+            len(reader.pages)  # resolves the page tree: fails here on many damaged files
+        return reader
+    except Exception as e:  # pypdf raises PyPdfError but also ValueError, KeyError, ...
+        error = e
+    catalog = _CATALOG.search(body)
+    if catalog is not None:
+        patched = body + b"\ntrailer\n<< /Root %s %s R >>\nstartxref\n0\n%%%%EOF\n" % catalog.groups()
+        try:
+            reader = PdfReader(io.BytesIO(patched), strict=False)
+            if len(reader.pages) > 0:
+                log.info("%s: damaged PDF (%s) read with a rebuilt trailer", url, _describe(error))
+                return reader
+        except Exception as e:
+            log.debug("%s: PDF repair failed too: %r", url, e)
+    raise ExtractError(url, f"corrupt PDF: {_describe(error)}") from error
+
+
+def _pdf_metadata(reader: PdfReader) -> tuple[str | None, tuple[str, ...], str | None, str]:
+    """Title, authors, creation date and the producing software ("pdfTeX-1.40.21 LaTeX with
+    hyperref") from the document information, where they are sensible."""
+    try:
+        meta = reader.metadata
+        if meta is None:
+            return None, (), None, ""
+        title = clean_text(str(meta.title or ""))
+        author = clean_text(str(meta.author or ""))
+        software = clean_text(f"{meta.producer or ''} {meta.creator or ''}")
+        try:
+            created = meta.creation_date
+        except Exception:
+            created = None
+    except Exception as e:
+        log.debug("unreadable PDF metadata: %r", e)
+        return None, (), None, ""
+    if (
+        len(title) < 4
+        or title.lower() in {"untitled", "title", "none"}
+        or re.search(r"\.(dvi|pdf|tex|docx?|pptx?|ps|indd)$", title, re.IGNORECASE)
+        or title.lower().startswith("microsoft word")
+    ):
+        title = ""
+    return (
+        title or None,
+        clean_authors(split_authors(author)) if author else (),
+        created.date().isoformat() if created else None,
+        software,
+    )
+
+
+_WORDS = re.compile(r"\w+(?:-\w+)*")
+_BROKEN_WORD = re.compile(r"(\w+)-[ \t]*\n[ \t]*([a-z]\w*)")
+
+
+def _hyphenated_vocabulary(texts: Iterable[str]) -> set[str]:
+    """Lower-cased words (hyphenated compounds included) that occur within a line of ``texts``."""
+    vocab: set[str] = set()
+    for t in texts:
+        vocab.update(w.lower() for w in _WORDS.findall(t))
+    return vocab
+
+
+def dehyphenate(text: str, vocabulary: set[str] | None = None) -> str:
+    """Join words broken by a hyphen at a line end ("paralleliz-\\ning" → "parallelizing").
+
+    A compound that the document writes with a hyphen elsewhere ("data-parallel") keeps its
+    hyphen; without that evidence the parts are joined, which is right for most line-end breaks.
+    """
+    vocab = vocabulary if vocabulary is not None else _hyphenated_vocabulary([text])
+
+    def join(m: re.Match[str]) -> str:
+        a, b = m.group(1), m.group(2)
+        hyphenated = f"{a}-{b}".lower()
+        if hyphenated in vocab and (a + b).lower() not in vocab:
+            return f"{a}-{b}"
+        return a + b
+
+    return _BROKEN_WORD.sub(join, text)
+
+
+def _describe(e: BaseException) -> str:
+    """Short, single-line description of an exception for a report."""
+    msg = " ".join(str(e).split())
+    if len(msg) > 160:
+        msg = msg[:157] + "..."
+    return f"{type(e).__name__}: {msg}" if msg else type(e).__name__

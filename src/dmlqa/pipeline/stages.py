@@ -1,0 +1,427 @@
+"""The build's stages as functions: typed inputs in, a result out (:mod:`dmlqa.pipeline.report`).
+
+catalog → fetch → extract (+ local documents) → store → merge works → chunk → embed → sentences → index.
+
+No stage function edits shared state or the build report: each returns what it did, and the build
+(:func:`dmlqa.pipeline.build.run_build`) adds the results to the report. Both executors call these
+same functions: the local one in this process, the Ray one (:mod:`dmlqa.pipeline.ray_executor`) on
+its workers for fetch, extract and chunk, so a resource gives exactly the document, passages and
+vectors wherever it was processed.
+
+Every resource is processed independently: a failure in any stage becomes a failure row and the
+resource falls back to its previous text (from the document store) or to a catalog card, so one bad
+resource never stops a build.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+from collections.abc import Callable, Sequence
+from dataclasses import replace
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+import numpy as np
+
+from dmlqa.catalog.urls import is_url_title
+from dmlqa.errors import EncoderError, ExtractError, FetchError
+from dmlqa.index.docstore import DocStore
+from dmlqa.index.versions import dense_text, prune, publish, write_version
+from dmlqa.media import charset
+from dmlqa.models import Chunk, Document, Failure, Resource
+from dmlqa.pipeline.report import (
+    ChunkResult,
+    ExtractResult,
+    FetchBatch,
+    Fetched,
+    NoProgress,
+    Progress,
+    SentenceResult,
+    WorksResult,
+)
+from dmlqa.pipeline.works import merge_works
+from dmlqa.settings import Settings
+
+if TYPE_CHECKING:
+    from dmlqa.index.chunk import Chunker
+    from dmlqa.index.embed import EmbedResult, Encoder, VectorSource
+    from dmlqa.pipeline.refresh import RefreshReport
+
+__all__ = [
+    "chunk", "chunk_texts", "embed", "encoder_for", "extract", "extract_one", "fetch", "fetch_async",
+    "load_chunker", "local_documents", "merge_copies", "refresh", "sentences", "store_documents", "write_index",
+]
+
+log = logging.getLogger(__name__)
+
+Advance = Callable[[int], None]
+
+
+def _nothing(n: int) -> None:
+    return None
+
+
+# -- refresh -----------------------------------------------------------------------------------------
+
+
+def refresh(settings: Settings, *, archives: Sequence[Path] = (), offline: bool = False) -> RefreshReport:
+    """Re-read the lists' upstreams into the catalog (the caller holds the writer lock).
+
+    A list that fails is an entry of the result, never an exception: the build goes on with the
+    catalog as it was for that list.
+    """
+    from dmlqa.pipeline.refresh import refresh_lists
+
+    return refresh_lists(settings, archives=archives, offline=offline)
+
+
+# -- fetch --------------------------------------------------------------------------------------------
+
+
+async def fetch_async(
+    resources: Sequence[Resource], settings: Settings, *, archives: Sequence[Path] = (), offline: bool = False,
+    advance: Advance = _nothing,
+) -> FetchBatch:
+    """Fetch every resource at its listed address, concurrently under the fetcher's limits.
+
+    Responses go to this process's own WARC file (none when ``offline``) and the home's manifest;
+    ``archives`` are replayed first. A resource that fails is a :class:`Fetched` with its error.
+    """
+    from dmlqa.acquire import ArchiveReplay, ArchiveWriter, Fetcher, Manifest, fetch_resource
+
+    replay = ArchiveReplay(list(archives)) if archives else None
+    writer = None if offline else ArchiveWriter(settings.archive_dir)
+    manifest = Manifest(settings.paths.manifest)
+    try:
+        async with Fetcher(
+            settings.fetch, archive=writer, manifest=manifest, replay=replay, offline=offline
+        ) as fetcher:
+
+            async def one(res: Resource) -> Fetched:
+                try:
+                    # The address as listed, never the canonical identity: http stays http.
+                    resolved = await fetch_resource(fetcher, res.address, aliases=res.aliases[1:])
+                    return Fetched(res, resolved, None)
+                except FetchError as exc:
+                    return Fetched(res, None, exc)
+                except Exception as exc:  # a bug in one resource's path must not stop the build
+                    log.exception("unexpected error fetching %s", res.address)
+                    return Fetched(res, None, FetchError(res.address, f"unexpected error: {exc!r}"))
+                finally:
+                    advance(1)
+
+            results = await asyncio.gather(*(one(r) for r in resources))
+            return FetchBatch.of(results, dict(fetcher.stats))
+    finally:
+        manifest.close()
+        if writer is not None:
+            writer.close()
+
+
+def fetch(
+    resources: Sequence[Resource], settings: Settings, *, archives: Sequence[Path] = (), offline: bool = False,
+    advance: Advance = _nothing,
+) -> FetchBatch:
+    """:func:`fetch_async` from synchronous code (the local build, a Ray task); nothing to do, nothing started."""
+    if not resources:
+        return FetchBatch()
+    return asyncio.run(fetch_async(resources, settings, archives=archives, offline=offline, advance=advance))
+
+
+# -- extract ------------------------------------------------------------------------------------------
+
+
+def _refresh_facts(doc: Document, res: Resource) -> Document:
+    """A stored document with the catalog's current facts (titles and topics may be edited)."""
+    from dmlqa.extract import merge_facts
+
+    # A catalog title that only spells the URL (or is the catalog's placeholder) never replaces a real one.
+    title = doc.title if is_url_title(res.title, res.url) else res.title
+    # the stored year and authors may have come from the text itself: the same rule as to_document
+    year, authors = merge_facts(res, year=doc.year, authors=doc.authors)
+    return replace(
+        doc, url=res.url, title=title, kind=res.kind, venue=res.venue, year=year,
+        topics=res.topics, authors=authors,
+    )
+
+
+def extract_one(item: Fetched, previous: Document | None) -> ExtractResult:
+    """The document of one fetched resource, carrying the lists that name it and every address it has.
+
+    ``previous`` is the resource's text from the last build (None for a new one): kept when the
+    bytes are unchanged (304, same sha256), and when fetch or extraction fails this time.
+    """
+    result = _extract_resource(item, previous)
+    res = item.resource
+    doc = replace(result.documents[0], lists=res.lists, aliases=tuple(dict.fromkeys((res.url, *res.aliases))))
+    return replace(result, documents=(doc,))
+
+
+def _extract_resource(item: Fetched, previous: Document | None) -> ExtractResult:
+    from dmlqa.extract import catalog_card, extract_bytes, to_document
+    from dmlqa.pipeline.coverage import ABSTRACT_ONLY_NOTE
+
+    res = item.resource
+    had_text = previous is not None and not previous.is_card
+    if item.error is not None:
+        failed = (Failure(res.address, "fetch", item.error.reason),)
+        if had_text:
+            return ExtractResult((_refresh_facts(previous, res),), failed, kept_previous=1)
+        return ExtractResult((catalog_card(res),), failed)
+    resolved = item.resolved
+    for note in resolved.notes:
+        log.info("%s: %s", res.url, note)
+    fetched = resolved.document
+    if fetched.not_modified:
+        if had_text:
+            return ExtractResult((_refresh_facts(previous, res),), reused_documents=1)
+        # A 304 for a document we no longer hold: treat as missing text this time.
+        failed = (Failure(res.address, "fetch", "304 Not Modified but no stored text; rebuild later"),)
+        return ExtractResult((catalog_card(res),), failed)
+    if had_text and previous.sha256 == fetched.sha256:
+        return ExtractResult((_refresh_facts(previous, res),), reused_documents=1)
+    notes: list[Failure] = []
+    pdf_failed = [n for n in resolved.notes if n.startswith("citation_pdf_url")]
+    if pdf_failed and resolved.landing is None and fetched.content_type == "text/html":
+        notes.append(Failure(res.address, "fetch", f"{ABSTRACT_ONLY_NOTE}: {pdf_failed[0]}"))
+    candidates = [fetched] + ([resolved.landing] if resolved.landing is not None else [])
+    errors: list[str] = []
+    for cand in candidates:
+        try:
+            extracted = extract_bytes(
+                cand.body, cand.content_type, url=cand.final_url, charset=charset(cand.headers.get("content-type"))
+            )
+        except ExtractError as exc:
+            errors.append(exc.reason)
+            continue
+        except Exception as exc:  # noqa: BLE001 - a parser bug on one file must not stop the build
+            log.exception("unexpected extraction error for %s", cand.final_url)
+            errors.append(f"unexpected error: {exc!r}")
+            continue
+        doc = to_document(res, extracted, source_url=cand.final_url, sha256=fetched.sha256)
+        return ExtractResult((doc,), tuple(notes), extracted=1)
+    failed = (*notes, Failure(res.address, "extract", "; ".join(errors)))
+    if had_text:
+        return ExtractResult((_refresh_facts(previous, res),), failed, kept_previous=1)
+    return ExtractResult((catalog_card(res),), failed)
+
+
+def extract(items: Sequence[Fetched], store: DocStore, advance: Advance = _nothing) -> ExtractResult:
+    """:func:`extract_one` for every fetched resource, in order, the previous texts read from ``store``."""
+    parts = []
+    for item in items:
+        parts.append(extract_one(item, store.get(item.resource.id)))
+        advance(1)
+    return ExtractResult.combine(parts)
+
+
+def local_documents(settings: Settings, store: DocStore) -> ExtractResult:
+    """The documents under corpus/local; every bad input is a ``local`` failure, never a stopped build.
+
+    Files over ``fetch.max_bytes``, symlinks out of corpus/local, unreadable files and bad JSON
+    Lines records are skipped and reported; the rest is indexed. An unchanged file (same sha256)
+    keeps its stored text.
+    """
+    from dmlqa.catalog.local import file_doc_id, file_sha256, jsonl_documents, scan_local, too_large_reason
+    from dmlqa.extract import extract_file, to_document
+
+    corpus = settings.corpus_dir
+    docs: list[Document] = []
+    failed: list[Failure] = []
+    extracted = reused = 0
+    cap = settings.fetch.max_bytes
+    files, problems = scan_local(corpus)
+    for path, reason in problems:
+        failed.append(Failure(path.relative_to(corpus).as_posix(), "local", reason))
+    seen: dict[str, str] = {}  # doc_id -> the file that gave it, so that two files cannot share one
+    for path in files:
+        rel = path.relative_to(corpus).as_posix()
+        try:
+            size = path.stat().st_size
+            if size > cap:
+                failed.append(Failure(rel, "local", too_large_reason(size, cap)))
+                continue
+            if path.suffix.lower() == ".jsonl":
+                for item in jsonl_documents(path, corpus, seen):
+                    if isinstance(item, Failure):
+                        failed.append(item)
+                    else:
+                        docs.append(item)
+                continue
+            doc_id = file_doc_id(corpus, path)
+            sha = file_sha256(path)
+        except OSError as exc:
+            failed.append(Failure(rel, "local", f"cannot read file: {exc.strerror or exc}"))
+            continue
+        seen[doc_id] = rel
+        previous = store.get(doc_id)
+        if previous is not None and previous.sha256 == sha:
+            reused += 1
+            docs.append(previous)
+            continue
+        try:
+            text = extract_file(path, max_bytes=cap)
+        except ExtractError as exc:
+            failed.append(Failure(rel, "extract", exc.reason))
+            if previous is not None:
+                docs.append(previous)
+            continue
+        res = Resource(id=doc_id, url=path.resolve().as_uri(), title=text.title or path.stem, kind="article")
+        docs.append(to_document(res, text, source_url=res.url, sha256=sha))
+        extracted += 1
+    return ExtractResult(tuple(docs), tuple(failed), extracted=extracted, reused_documents=reused)
+
+
+# -- store and works -----------------------------------------------------------------------------------
+
+
+def store_documents(store: DocStore, documents: Sequence[Document]) -> list[str]:
+    """Keep only what the catalog and corpus/local still name, store this build's full texts; the ids removed."""
+    gone = sorted(store.ids() - {d.doc_id for d in documents})
+    store.delete(gone)
+    store.put_many(d for d in documents if not d.is_card)
+    return gone
+
+
+def merge_copies(
+    resources: Sequence[Resource], documents: Sequence[Document], failed: Sequence[Failure], fetched_ok: int
+) -> WorksResult:
+    """Merge copies of one work (:mod:`dmlqa.pipeline.works`), then count what the build holds and why.
+
+    ``failed`` (the failures so far) and ``fetched_ok`` (resources that got bytes or a 304) feed the
+    coverage table and the no-network notice. Runs after :func:`store_documents`, so every copy's
+    text stays in the document store and an unchanged copy is not extracted again next time.
+    """
+    from dmlqa.pipeline.coverage import coverage, network_notice
+
+    merged, duplicates = merge_works(documents)
+    merged_into = {d.doc_id: d.of for d in duplicates}
+    return WorksResult(
+        documents=tuple(merged),
+        duplicates=tuple(duplicates),
+        coverage=coverage(resources, merged, list(failed), merged_into),
+        notice=network_notice(list(failed), fetched_ok),
+    )
+
+
+# -- chunk ---------------------------------------------------------------------------------------------
+
+
+def load_chunker(model: str, chunk_tokens: int, overlap: int) -> Chunker:
+    """The chunker of the embedding model ``model`` (sizes in its own tokens: it needs its tokenizer.json)."""
+    from dmlqa.index.chunk import Chunker, TokenCounter
+    from dmlqa.index.embed import model_dir
+
+    path = model_dir(model)
+    counter = TokenCounter.from_model_dir(path) if path else None
+    if counter is None:
+        raise EncoderError(
+            f"model {model!r} has no local folder with tokenizer.json: passages are sized in the model's "
+            "tokens, so the build needs a local model folder"
+        )
+    return Chunker(counter, chunk_tokens=chunk_tokens, overlap=overlap)
+
+
+def chunk(documents: Sequence[Document], chunker: Chunker) -> ChunkResult:
+    """Every document's passages, in order; a document the chunker fails on is a failure row (no passages)."""
+    chunks: list[Chunk] = []
+    failed: list[Failure] = []
+    for d in documents:
+        try:
+            chunks.extend(chunker.chunk(d))
+        except Exception as exc:  # noqa: BLE001 - one document never stops the build
+            log.exception("chunking failed for %s", d.url)
+            failed.append(Failure(d.url, "chunk", f"unexpected error: {exc!r}"))
+    return ChunkResult(tuple(chunks), tuple(failed))
+
+
+def chunk_texts(documents: Sequence[Document], chunks: Sequence[Chunk]) -> list[str]:
+    """The texts the dense index embeds: each passage under its document title and section."""
+    titles = {d.doc_id: d.title for d in documents}
+    return [dense_text(titles[c.doc_id], c.section, c.text) for c in chunks]
+
+
+# -- embed ---------------------------------------------------------------------------------------------
+
+
+def encoder_for(settings: Settings) -> Encoder:
+    """The encoder the settings name (``embed.model`` run by ``embed.encoder``); its key names the index."""
+    from dmlqa.index.embed import load_encoder
+
+    return load_encoder(settings.embed.model, settings.embed.encoder, settings.encoders_dir)
+
+
+def embed(
+    settings: Settings, texts: Sequence[str], *, encoder: Encoder, stage: str = "embed",
+    progress: Progress | None = None, source: VectorSource | None = None,
+) -> EmbedResult:
+    """Vectors of ``texts`` through the home's embedding cache: an unchanged text is never embedded twice.
+
+    ``source`` says where the model runs (None: here, with ``encoder``); ``stage`` names the
+    progress bar.
+    """
+    from dmlqa.index.embed import EmbeddingCache, embed_texts
+
+    progress = progress or NoProgress()
+    cache = EmbeddingCache(settings.paths.embeddings_cache)
+    try:
+        advance = progress.start(stage, len(texts))
+        result = embed_texts(
+            texts, encoder, cache, batch_size=settings.embed.batch_size, progress=advance, source=source
+        )
+        progress.done(stage)
+    finally:
+        cache.close()
+    return result
+
+
+def sentences(
+    settings: Settings, documents: Sequence[Document], *, encoder: Encoder, progress: Progress | None = None
+) -> SentenceResult:
+    """The quotable sentences of every document and their vectors.
+
+    Embedded here, through the same cache as passages, so that the answerer embeds nothing but the
+    question: answers are fast from the first question of a fresh index, in the CLI and the app alike.
+    """
+    from dmlqa.extract.sentences import split_document
+
+    kept = [(o, s) for d in documents for o, s in enumerate(split_document(d)) if s.quotable]
+    if not kept:
+        return SentenceResult([], np.zeros((0, encoder.dim), dtype=np.float32))
+    result = embed(settings, [s.text for _, s in kept], encoder=encoder, stage="sentences", progress=progress)
+    return SentenceResult(kept, result.vectors, embedded=result.embedded)
+
+
+# -- index ---------------------------------------------------------------------------------------------
+
+
+def write_index(
+    settings: Settings, works: WorksResult, chunks: Sequence[Chunk], vectors: np.ndarray, found: SentenceResult,
+    *, encoder_key: str, resources: int, failed: Sequence[Failure],
+) -> str:
+    """Write a new index version of the home, publish it and prune old ones; its name.
+
+    ``resources`` and ``failed`` are recorded in the version's meta.json, with what ``works``
+    says about copies and coverage, so that ``dmlqa status`` can describe a version on its own.
+    """
+    meta = {
+        "model": settings.embed.model,
+        "encoder": settings.embed.encoder,
+        "encoder_key": encoder_key,
+        "resources": resources,
+        "failed": [f.to_json() for f in failed],
+        "chunk_tokens": settings.index.chunk_tokens,
+        "chunk_overlap": settings.index.chunk_overlap,
+        "duplicates": [d.to_json() for d in works.duplicates],
+        "coverage": works.coverage,
+        "dense_text": "title — section\\ntext",
+    }
+    name = write_version(
+        settings.index_dir, list(works.documents), list(chunks), vectors, meta,
+        ann_threshold=settings.index.ann_threshold, ivfpq_threshold=settings.index.ivfpq_threshold,
+        sentences=found.sentences, sentence_vectors=found.vectors,
+    )
+    publish(settings.index_dir, name)
+    prune(settings.index_dir, settings.index.keep_versions)
+    return name

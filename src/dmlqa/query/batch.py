@@ -1,0 +1,92 @@
+"""Files of queries and questions (JSON Lines), and the evaluation run over a question set.
+
+``dmlqa search --queries``, ``dmlqa ask --questions`` and ``dmlqa eval`` read their files here
+(through :class:`dmlqa.KnowledgeBase`), so a missing, unreadable or malformed file is one
+:class:`~dmlqa.errors.InputFileError` naming the file and the line, whichever front end passed it.
+``what`` is how the caller names the file in those messages (the CLI passes its flag).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+from dmlqa.errors import InputFileError, SettingsError
+from dmlqa.query.answer import Asker, AskOptions
+from dmlqa.query.evaluate import EvalQuestion, read_questions, score_answers
+from dmlqa.query.llm import LLMError
+
+
+def read_jsonl_lines(path: str | os.PathLike[str], what: str = "JSONL") -> list[str]:
+    """The lines of a JSON Lines file (a leading BOM dropped), or one clear error naming it."""
+    path = Path(path)
+    try:
+        data = path.read_bytes()
+    except FileNotFoundError:
+        raise InputFileError(f"{what} file {path} does not exist") from None
+    except IsADirectoryError:
+        raise InputFileError(f"{what} file {path} is a folder, not a JSONL file") from None
+    except OSError as exc:
+        raise InputFileError(f"cannot read {what} file {path}: {exc.strerror or exc}") from None
+    try:
+        text = data.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        line = data[: exc.start].count(b"\n") + 1
+        raise InputFileError(
+            f"{what} file {path} is not UTF-8 text (byte {data[exc.start]:#04x} on line {line})"
+        ) from None
+    return text.removeprefix("\ufeff").splitlines()
+
+
+def read_queries(path: str | os.PathLike[str], what: str = "queries") -> list[tuple[str, str]]:
+    """``(id, text)`` of every query of a file of ``{"id", "text"}`` objects (BEIR's ``"_id"`` too)."""
+    items: list[tuple[str, str]] = []
+    for n, line in enumerate(read_jsonl_lines(path, what), start=1):
+        if not line.strip():
+            continue
+        try:
+            rec = json.loads(line)
+            qid = str(rec.get("id", rec.get("_id")))
+            text = rec.get("text", rec.get("question"))
+        except (ValueError, AttributeError):
+            raise InputFileError(f"{path}:{n}: not a JSON object") from None
+        if rec.get("id", rec.get("_id")) is None or not isinstance(text, str):
+            raise InputFileError(f'{path}:{n}: a query needs "id" (or "_id") and "text"')
+        items.append((qid, text))
+    return items
+
+
+def read_question_file(path: str | os.PathLike[str], what: str = "questions") -> list[EvalQuestion]:
+    """The questions of a question set (``{"id", "question", "gold_urls", ...}`` a line)."""
+    lines = read_jsonl_lines(path, what)
+    try:
+        return read_questions(lines, str(path))
+    except ValueError as exc:  # read_questions names the file and the line
+        raise InputFileError(str(exc)) from None
+
+
+def evaluate(asker: Asker, questions: Sequence[EvalQuestion], *, llm: bool | None = None,
+             mode: str = "hybrid") -> dict[str, Any]:
+    """Ask every question and score the answers (retrieval, citations, refusals, latency).
+
+    ``llm``: True scores the configured LLM (an error when none is set), False the extractive
+    answerer, None the LLM when one is set. One warm-up question loads the encoder, the index and
+    the LLM's weights (on servers that load on demand) before anything is timed; an LLM that fails
+    on it fails the run at once rather than falling back on every question.
+    """
+    options = AskOptions(use_llm=llm is not False, mode=mode)
+    if llm and asker.llm is None:
+        raise SettingsError("--llm needs an LLM endpoint: set DMLQA_LLM_BASE_URL and DMLQA_LLM_MODEL "
+                            "(or llm_base_url and llm_model in dmlqa.toml)")
+    backend = asker.llm.name if asker.llm is not None and options.use_llm else "extractive"
+    warm = asker.ask("warm up", options)
+    if backend != "extractive" and warm.retrieved and warm.backend != backend:
+        raise LLMError(f"the LLM backend failed on a first question: {warm.notice or 'no answer'}")
+    answers = [asker.ask(q.question, options) for q in questions]
+    scores = score_answers(questions, answers, backend=backend)
+    scores["backend"] = backend
+    scores["retrieval"] = mode
+    return scores
