@@ -620,3 +620,24 @@ def test_offline_replay_never_touches_the_network(tmp_path: Path, monkeypatch: p
 def test_offline_without_archive() -> None:
     error = fetch_error(config(), "https://example.org/", offline=True, transport=FailingTransport())
     assert error.reason == "not in the archive (offline)"
+
+
+def test_fetched_bodies_stay_out_of_reprs() -> None:
+    """asyncio.run reprs the main task's result when it checks the SIGINT handler; with bodies in
+    the repr, fetching the snapshot peaked at 960 MiB instead of ~110 MiB (measured)."""
+    import asyncio
+
+    from dmlqa.acquire.archive import ArchivedResponse
+    from dmlqa.models import FetchResult
+
+    body = b"%PDF-1.4 " + b"x" * 5_000_000
+    result = FetchResult(url="https://e.org/a.pdf", final_url="https://e.org/a.pdf", status=200,
+                         content_type="application/pdf", body=body)
+    archived = ArchivedResponse(url="https://e.org/a.pdf", status=200, reason="OK", headers=[], body=body,
+                                fetched_at="", path=Path("a.warc.gz"), offset=0)
+    assert len(repr(result)) < 1000 and len(repr([archived] * 3)) < 3000
+
+    async def main() -> list[FetchResult]:
+        return [result] * 50
+
+    assert asyncio.run(main())[0].body is body

@@ -88,7 +88,7 @@ class FetchResult:
     final_url: str  # after redirects
     status: int
     content_type: str  # media type only, lower-case, e.g. "application/pdf"
-    body: bytes
+    body: bytes = field(repr=False)  # a repr of every body would be hundreds of MB (asyncio reprs task results)
     headers: dict[str, str] = field(default_factory=dict)
     etag: str | None = None
     last_modified: str | None = None
@@ -152,6 +152,54 @@ class Document:
 
 
 BLOCK_SEPARATOR = "\n\n"
+
+
+@dataclass(frozen=True)
+class Reference:
+    """One entry of a paper's reference list, parsed (every field but ``raw`` may be unknown).
+
+    ``marker`` is how the paper's text points at it ("12" for "[12]", "Huang et al., 2019" for an
+    author-year citation), so the citing sentence can be found; ``ordinal`` is its place in the list.
+    """
+
+    raw: str
+    ordinal: int = 0
+    title: str = ""
+    authors: tuple[str, ...] = ()
+    year: int | None = None
+    venue: str = ""
+    arxiv_id: str | None = None
+    doi: str | None = None
+    url: str | None = None
+    marker: str = ""
+    page: int | None = None
+
+    def to_json(self) -> dict[str, Any]:
+        d = asdict(self)
+        d["authors"] = list(self.authors)
+        return d
+
+    @classmethod
+    def from_json(cls, d: dict[str, Any]) -> Reference:
+        d = dict(d)
+        d["authors"] = tuple(d.get("authors") or ())
+        return cls(**{k: v for k, v in d.items() if k in _REFERENCE_FIELDS})
+
+
+_REFERENCE_FIELDS = {"raw", "ordinal", "title", "authors", "year", "venue", "arxiv_id", "doi", "url", "marker", "page"}
+
+
+@dataclass(frozen=True)
+class CitationLink:
+    """``citing`` names ``reference``; ``cited`` is the knowledge-base document it resolves to (None:
+    a work outside the knowledge base); ``context`` is the citing sentence, when the marker was found;
+    ``how`` says how it was resolved ("arxiv", "doi", "title")."""
+
+    citing: str
+    reference: Reference
+    cited: str | None = None
+    context: str = ""
+    how: str = ""
 
 
 @dataclass(frozen=True)

@@ -55,6 +55,12 @@ class FetchConfig:
     user_agent: str = f"dmlqa/{__version__} (+https://github.com/dmlqa/dmlqa; knowledge-base builder)"
     respect_robots: bool = True
     allow_private_hosts: bool = False  # loopback/private/link-local targets are refused unless set
+    #: When a paper's publisher page fails or is only a landing page, look for an open copy (arXiv,
+    #: OpenAlex best_oa_location) through this same fetcher; --no-open-access turns it off.
+    open_access: bool = True
+    #: Where the open-access look-ups go (a test points them at a local server).
+    arxiv_api: str = "https://export.arxiv.org/api/query"
+    openalex_api: str = "https://api.openalex.org"
 
 
 @dataclass(frozen=True)

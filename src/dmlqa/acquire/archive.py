@@ -20,7 +20,7 @@ import logging
 import threading
 import zlib
 from collections.abc import Iterable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from io import BytesIO
 from pathlib import Path
@@ -169,7 +169,7 @@ class ArchivedResponse:
     status: int
     reason: str
     headers: list[tuple[str, str]]  # fixed for the decoded body
-    body: bytes
+    body: bytes = field(repr=False)
     fetched_at: str  # WARC-Date
     path: Path
     offset: int

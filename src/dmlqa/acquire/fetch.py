@@ -28,7 +28,7 @@ import asyncio
 import logging
 import random
 import zlib
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from types import TracebackType
 from urllib.parse import urljoin, urlsplit
 
@@ -83,7 +83,7 @@ class _Exchange:
     status: int
     reason: str
     headers: list[tuple[str, str]]  # already storable (decoded-body consistent)
-    body: bytes
+    body: bytes = field(repr=False)
     fetched_at: str
     from_archive: bool = False
     warc_path: str | None = None

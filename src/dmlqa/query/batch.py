@@ -62,10 +62,7 @@ def read_queries(path: str | os.PathLike[str], what: str = "queries") -> list[tu
 def read_question_file(path: str | os.PathLike[str], what: str = "questions") -> list[EvalQuestion]:
     """The questions of a question set (``{"id", "question", "gold_urls", ...}`` a line)."""
     lines = read_jsonl_lines(path, what)
-    try:
-        return read_questions(lines, str(path))
-    except ValueError as exc:  # read_questions names the file and the line
-        raise InputFileError(str(exc)) from None
+    return read_questions(lines, str(path))  # a bad line is an InputFileError naming file and line
 
 
 def evaluate(asker: Asker, questions: Sequence[EvalQuestion], *, llm: bool | None = None,

@@ -12,6 +12,8 @@ import re
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 
+from dmlqa.errors import InputFileError
+
 _ARXIV = re.compile(r"arxiv\.org/(?:abs|pdf)/(\d{4}\.\d{4,5})(?:v\d+)?(?:\.pdf)?$")
 
 
@@ -90,7 +92,7 @@ class EvalQuestion:
 
 
 def read_questions(lines: Iterable[str], source: str = "questions") -> list[EvalQuestion]:
-    """Parse a question set; a malformed line raises ValueError naming it."""
+    """Parse a question set; a malformed line raises :class:`InputFileError` naming the file and line."""
     import json
 
     out: list[EvalQuestion] = []
@@ -100,9 +102,9 @@ def read_questions(lines: Iterable[str], source: str = "questions") -> list[Eval
         try:
             rec = json.loads(line)
         except ValueError as exc:
-            raise ValueError(f"{source}:{n}: not JSON ({exc})") from None
+            raise InputFileError(f"{source}:{n}: not JSON ({exc})") from None
         if not isinstance(rec, dict) or not isinstance(rec.get("question"), str):
-            raise ValueError(f'{source}:{n}: a question needs "id" and "question"')
+            raise InputFileError(f'{source}:{n}: a question needs "id" and "question"')
         out.append(EvalQuestion(
             id=str(rec.get("id", n)), question=rec["question"], gold_urls=tuple(rec.get("gold_urls") or ()),
             answerable=bool(rec.get("answerable", True)), keywords=tuple(rec.get("keywords") or ()),
