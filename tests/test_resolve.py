@@ -298,3 +298,47 @@ def test_openreview_pdf_is_not_fetched_twice() -> None:
     assert resolved.notes[-1] == (
         f"citation_pdf_url {pdf} failed: HTTP 503 Service Unavailable; using the landing page"
     )
+
+
+# -- open copies are looked for only for papers (tests/test_openaccess.py has the look-ups) ---------
+
+
+@pytest.mark.parametrize("kind", ["article", "docs", "repo", "video", "slides"])
+def test_a_page_that_is_no_paper_gets_no_open_copy_look_up(server: LocalServer, kind: str) -> None:
+    """A blog post that lost its text must not become some paper with the same title."""
+    server.route("/post", Reply(403))
+    cfg = config(openalex_api=server.url("/openalex"), arxiv_api=server.url("/arxiv-api"))
+
+    async def go() -> Resolved:
+        async with Fetcher(cfg) as fetcher:
+            return await fetch_resource(
+                fetcher, server.url("/post"), title="How we trained a trillion parameter model", kind=kind,
+                known_arxiv_ids=["1910.02054"] if kind != "article" else (),
+            )
+
+    with pytest.raises(FetchError) as info:
+        asyncio.run(go())
+    assert info.value.reason == "HTTP 403 Forbidden"
+    assert {r.path for r in server.requests} == {"/robots.txt", "/post"}
+
+
+def test_landing_page_without_paper_facts_is_reported_as_before(server: LocalServer) -> None:
+    """A paper's landing page that names no DOI, arXiv id or usable title: nothing to look up by."""
+    server.route("/paper", Reply(200, body=landing(None)))
+    cfg = config(openalex_api=server.url("/openalex"), arxiv_api=server.url("/arxiv-api"))
+
+    async def go() -> Resolved:
+        async with Fetcher(cfg) as fetcher:
+            return await fetch_resource(fetcher, server.url("/paper"), title="GPipe", kind="paper")
+
+    resolved = asyncio.run(go())
+    assert resolved.document.final_url == server.url("/paper")
+    assert resolved.open_copy is None and resolved.notes == () and resolved.landing is None
+    assert {r.path for r in server.requests} == {"/robots.txt", "/paper"}
+
+
+def test_a_pdf_reached_as_listed_carries_no_open_copy(server: LocalServer) -> None:
+    server.route("/paper", Reply(200, body=landing("/p.pdf")))
+    server.route("/p.pdf", Reply(200, body=PDF, content_type="application/pdf"))
+    resolved = resolve_with({}, server.url("/paper"))
+    assert resolved.open_copy is None and resolved.document.final_url == server.url("/p.pdf")

@@ -196,6 +196,22 @@ class Fetcher:
             return None
         return await asyncio.to_thread(self.manifest.previous_copy, url)
 
+    def crawl_delay(self, url: str) -> float | None:
+        """The delay robots.txt of ``url``'s origin asks of this agent, once that robots.txt was read.
+
+        The fetcher's own politeness is its per-host concurrency; callers that pace a host request by
+        request (the open-access look-ups, :mod:`dmlqa.acquire.openaccess`) read the delay here, so
+        robots.txt is fetched once and by the same rules.
+        """
+        try:
+            parts = urlsplit(url.strip())
+            scheme, host = parts.scheme.lower(), parts.hostname
+            port = parts.port or (443 if scheme == "https" else 80)
+        except ValueError:
+            return None
+        policy = self._robots.get(origin(scheme, host, port)) if host else None
+        return policy.crawl_delay(self._agent) if policy is not None else None
+
     # -- the redirect loop -------------------------------------------------------------------------
     async def _fetch(self, url: str, conditional: bool) -> tuple[FetchResult, _Exchange]:
         entry = self.manifest.entry(url) if conditional and self.manifest is not None else None

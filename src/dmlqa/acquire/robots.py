@@ -49,6 +49,22 @@ class RobotsPolicy:
             return self.parser.can_fetch(agent, url)
         return self.allow_all
 
+    def crawl_delay(self, agent: str) -> float | None:
+        """Seconds to leave between requests: ``Crawl-delay``, or ``Request-rate`` as seconds per request.
+
+        Neither is in RFC 9309, but many sites (arXiv among them) state one and expect it kept.
+        """
+        if self.parser is None:
+            return None
+        delays = []
+        delay = self.parser.crawl_delay(agent)
+        if delay is not None:
+            delays.append(float(delay))
+        rate = self.parser.request_rate(agent)
+        if rate is not None and rate.requests > 0:
+            delays.append(rate.seconds / rate.requests)
+        return max(delays) if delays else None
+
 
 def robots_agent(user_agent: str) -> str:
     """The product token robots.txt groups match on (``dmlqa``), not the whole User-Agent string."""

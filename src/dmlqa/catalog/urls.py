@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import hashlib
 import re
+import unicodedata
 from datetime import date
 from urllib.parse import parse_qsl, quote, unquote, urlencode, urljoin, urlsplit, urlunsplit
 
@@ -477,3 +478,20 @@ def _kind_from_url(host: str, lpath: str, hp: str, is_pdf: bool, title: str, sec
         return "docs"
     return None
 
+
+# -- titles as identity ----------------------------------------------------------------------------
+
+#: Shorter titles ("ZeRO", "Ray") name no single work: two documents (or a reference and a document)
+#: are never taken for one work by such a title.
+_MIN_TITLE_WORDS = 3
+_MIN_TITLE_CHARS = 20
+
+
+def title_key(title: str) -> str | None:
+    """A title with case, accents, punctuation and spacing erased; None when too short to identify a work."""
+    t = unicodedata.normalize("NFKD", title).encode("ascii", "ignore").decode("ascii").lower()
+    words = re.findall(r"[a-z0-9]+", t)
+    key = " ".join(words)
+    if len(words) < _MIN_TITLE_WORDS or len(key) < _MIN_TITLE_CHARS:
+        return None
+    return key

@@ -20,19 +20,16 @@ Pure: documents in, documents and duplicates out.
 from __future__ import annotations
 
 import re
-import unicodedata
 from collections.abc import Sequence
 from dataclasses import dataclass, replace
 
-from dmlqa.catalog.urls import canonicalize, resource_id
+from dmlqa.catalog.urls import canonicalize, resource_id, title_key
 from dmlqa.models import Document
 
 _ID_RANK = {"arxiv": 0, "doi": 1, "github": 2, "web": 3}
 #: raw.githubusercontent.com/<owner>/<repo>/<ref>/README[.ext]: the repository's front page text.
 _RAW_README = re.compile(r"^https?://raw\.githubusercontent\.com/([^/]+)/([^/]+)/[^/]+/readme(?:\.[a-z]+)?$",
                          re.IGNORECASE)
-_MIN_TITLE_WORDS = 3
-_MIN_TITLE_CHARS = 20
 
 
 @dataclass(frozen=True)
@@ -59,16 +56,6 @@ def work_id(url: str) -> str | None:
         return resource_id(canonicalize(url))
     except ValueError:
         return None
-
-
-def title_key(title: str) -> str | None:
-    """A title with case, accents, punctuation and spacing erased; None when too short to identify a work."""
-    t = unicodedata.normalize("NFKD", title).encode("ascii", "ignore").decode("ascii").lower()
-    words = re.findall(r"[a-z0-9]+", t)
-    key = " ".join(words)
-    if len(words) < _MIN_TITLE_WORDS or len(key) < _MIN_TITLE_CHARS:
-        return None
-    return key
 
 
 class _Groups:
