@@ -25,6 +25,9 @@ def _encoder_cache(tmp_path_factory: pytest.TempPathFactory) -> None:
         os.environ["DMLQA_ENCODER_CACHE"] = str(tmp_path_factory.mktemp("encoders"))
     os.environ.setdefault("HF_HUB_OFFLINE", "1")
     os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
+    # Tests never touch the network: builds of test homes do not look for open copies on the real
+    # arXiv/OpenAlex (tests/test_openaccess.py turns it on against local servers).
+    os.environ.setdefault("DMLQA_FETCH_OPEN_ACCESS", "0")
 
 
 @pytest.fixture(scope="session")

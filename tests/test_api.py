@@ -54,6 +54,22 @@ def test_search_ask_stream_related_status(kb: dmlqa.KnowledgeBase) -> None:
     assert st["documents"] == 2 and st["index_version"]
 
 
+def test_citation_graph_methods_on_a_home_without_papers(kb: dmlqa.KnowledgeBase) -> None:
+    from dmlqa.errors import NotInIndexError
+
+    report_keys = {"references", "references_resolved", "references_skipped"}
+    assert report_keys <= set(kb.build(offline=True).to_json())  # markdown notes: no reference lists read
+    doc_id = kb.search("fusion buffer", k=1)[0].doc_id
+    cites = kb.cites(doc_id)
+    assert cites.target.doc_id == doc_id and cites.items == () and "not a PDF" in (cites.notice or "")
+    assert kb.cited_by("Tensor Fusion").target.doc_id == doc_id  # a title names the document
+    assert kb.suggest(k=5).items == ()
+    with pytest.raises(NotInIndexError, match="names no document"):
+        kb.cites("2101.99999")
+    both = kb.related([doc_id, "ZeRO"], k=5)
+    assert len(both.targets) == 2 and not set(both.targets) & {i.doc_id for i in both.items}
+
+
 def test_errors_are_dmlqa_errors_with_what_and_why(tmp_path: Path) -> None:
     with pytest.raises(HomeError, match="no dmlqa home at"):
         dmlqa.KnowledgeBase(tmp_path / "missing")

@@ -186,3 +186,80 @@ def test_status(built: tuple[Path, dict, dict]) -> None:
     assert (st["resources"], st["documents"], st["cards"], st["chunks"]) == (
         238, second["documents"], second["cards"], second["chunks"])
     assert st["failed"] == second["failed"]
+
+
+# -- the citation graph (issue 12) -------------------------------------------------------------------------
+
+
+def _words(text: str) -> str:
+    """Lower-case words of a PDF's text, hyphenation at line ends undone (for finding titles in it)."""
+    return " ".join(re.findall(r"[a-z0-9]+", re.sub(r"-\s*\n\s*", "", text.lower())))
+
+
+@pytest.fixture(scope="module")
+def paper_texts(built) -> dict[str, str]:
+    """Indexed PDF documents → the words of their full text, read from the document store (not the graph)."""
+    home, _, _ = built
+    version = (home / "index" / "CURRENT").read_text().strip()
+    index = sqlite3.connect(home / "index" / "versions" / version / "store.sqlite")
+    pdfs = {r[0] for r in index.execute("SELECT doc_id FROM documents WHERE content_type='pdf' AND is_card=0")}
+    store = sqlite3.connect(home / "corpus" / "documents.sqlite")
+    out = {}
+    for doc_id, body in store.execute("SELECT doc_id, document FROM documents"):
+        if doc_id in pdfs:
+            out[doc_id] = _words("\n\n".join(b["text"] for b in json.loads(body)["blocks"]))
+    return out
+
+
+def test_build_reads_and_resolves_references(built) -> None:
+    _, first, second = built
+    assert first["references"] >= 1000 and first["references_resolved"] >= 150  # 27 papers, ~45 references each
+    assert first["references_skipped"] <= first["references"] // 20
+    assert "graph" in first["seconds"] and second["references"] == first["references"]
+
+
+def test_cited_by_gpipe_matches_the_papers_that_name_it(built, paper_texts) -> None:
+    home, _, _ = built
+    out = json.loads(dmlqa("--home", str(home), "cited-by", "1811.06965", "--json"))
+    got = {i["doc_id"] for i in out["items"]}
+    # Papers whose text names GPipe's title (in their reference list), found without the product's parser.
+    truth = {d for d, words in paper_texts.items() if "training of giant neural networks" in words} - {
+        "arxiv:1811.06965"}
+    assert len(truth) >= 10
+    assert len(got & truth) >= 0.8 * len(truth), sorted(truth - got)
+    assert got <= truth, sorted(got - truth)
+    assert any(i["context"] for i in out["items"])
+
+
+def test_cites_zero_offload_names_zero_and_megatron(built) -> None:
+    home, _, _ = built
+    out = json.loads(dmlqa("--home", str(home), "cites", "ZeRO-Offload", "--json"))
+    assert out["target"]["doc_id"] == "arxiv:2101.06840"
+    titles = [i["title"] for i in out["items"]]
+    assert any(t.startswith("ZeRO: ") for t in titles) and any(t.startswith("Megatron-LM: ") for t in titles)
+    assert out["unresolved"] and all(set(u) == {"title", "year", "arxiv_id", "doi"} for u in out["unresolved"])
+
+
+def test_related_gpipe_explains_a_result_by_a_citation(built) -> None:
+    home, _, _ = built
+    out = json.loads(dmlqa("--home", str(home), "related", "1811.06965", "--json"))
+    cited = [i for i in out["items"] if i.get("relation")]
+    assert cited and any(i["reason"].startswith(("cites it", "cited by it")) for i in cited)
+    several = json.loads(dmlqa("--home", str(home), "related", "1811.06965", "1910.02054", "--json"))
+    assert several["targets"] == ["arxiv:1811.06965", "arxiv:1910.02054"]
+    assert not {"arxiv:1811.06965", "arxiv:1910.02054"} & {i["doc_id"] for i in several["items"]}
+
+
+def test_suggest_finds_works_several_papers_cite_and_no_list_names(built, paper_texts, shared_dir) -> None:
+    home, _, _ = built
+    out = json.loads(dmlqa("--home", str(home), "suggest", "-k", "15", "--json"))["items"]
+    assert len(out) >= 10
+    lists = _words(" ".join(p.read_text() for p in sorted((shared_dir / "seeds").glob("*"))
+                            + [shared_dir / "websnap" / "extra-resources.md"]))
+    good = 0
+    for s in out:
+        title = _words(s["title"])
+        citing = [d for d, words in paper_texts.items() if title in words]
+        in_lists = title in lists or any(x and _words(x) in lists for x in (s["arxiv_id"], s["doi"]))
+        good += len(citing) >= 2 and not in_lists and set(s["cited_by"]) <= set(paper_texts)
+    assert good >= 0.8 * len(out)

@@ -162,3 +162,13 @@ def test_fresh_build_answers_embedding_only_the_question(tmp_path) -> None:  # n
     answer = asker.ask(question, AskOptions(use_llm=False))
     assert not answer.refused and "128 MB" in answer.answer
     assert seen == [[question]]  # the question, once; no sentence
+
+
+def test_a_paragraph_of_abbreviations_splits_in_linear_time() -> None:
+    """200,000 characters of "et al." (no sentence ends there) once took minutes: each rejected
+    boundary re-read the whole run before it. Now only the tail is read, so this is instant."""
+    from dmlqa.extract.sentences import _spans
+
+    text = "Smith et al. Jones et al. " * 8000
+    assert list(_spans(text, 0)) == [(0, len(text))]
+    assert list(_spans("See Fig. 3 for details. It works.", 0)) == [(0, 23), (24, 33)]

@@ -7,6 +7,7 @@
     answer = kb.ask("How does ZeRO-3 partition the model?")                # Answer: answer, citations, refused
     for token in kb.ask_stream("How does GPipe fill the pipeline?"): ...
     related = kb.related("1910.02054", k=10); status = kb.status()
+    kb.related(["GPipe", "PipeDream"]); kb.cites("ZeRO-Offload"); kb.cited_by("GPipe"); kb.suggest(k=15)
 
 Every ``dmlqa`` command is one call here (``kb.schedule``, ``kb.evaluate``, ``kb.search_file``...), so
 the CLI, the chat app and any later server only parse their input and render what comes back; how
@@ -31,14 +32,19 @@ from dmlqa.settings import Settings, load_settings, resolve_home
 if TYPE_CHECKING:
     from dmlqa.catalog.local import AddReport
     from dmlqa.catalog.store import ImportReport
+    from dmlqa.index.versions import IndexVersion
     from dmlqa.models import Resource
     from dmlqa.pipeline.report import BuildOptions, BuildReport, Progress
     from dmlqa.pipeline.schedule import RunOutcome
     from dmlqa.query.answer import AskStream
+    from dmlqa.query.graph import CitationsResult, Suggestions
     from dmlqa.query.related import RelatedResult
     from dmlqa.query.search import Filters
 
 PathLike = str | os.PathLike[str]
+
+#: The catalog list ``suggest(add=True)`` puts works under.
+SUGGESTED_LIST = "suggested"
 
 
 class KnowledgeBase:
@@ -296,13 +302,100 @@ class KnowledgeBase:
         items = read_question_file(questions, what)
         return ((q.id, self.ask(q.question, use_llm=use_llm, **filters)) for q in items)
 
-    def related(self, target: str, k: int = 10, *, since: int | None = None, kinds: Sequence[str] = (),
-                include_undated: bool = False) -> RelatedResult:
-        """Documents related to a resource (URL, arXiv id, DOI, doc id) or to free text: a ``RelatedResult``."""
+    def related(self, target: str | Sequence[str], k: int = 10, *, since: int | None = None,
+                kinds: Sequence[str] = (), include_undated: bool = False) -> RelatedResult:
+        """Documents related to a resource (URL, arXiv id, DOI, doc id, title) or to free text: a ``RelatedResult``.
+
+        Several targets give the documents related to all of them (their combined neighbourhood,
+        through content and citations), the targets themselves excluded.
+        """
         from dmlqa.query.related import related
 
         return related(self._asker_().searcher, target, k=k, since=since, kinds=tuple(kinds),
                        include_undated=include_undated)
+
+    # -- the citation graph ----------------------------------------------------------------------------
+
+    def _named(self, target: str) -> tuple[IndexVersion, str, str | None]:
+        """The published version, the doc id ``target`` names in it (as ``related`` resolves it) and, when
+        it was named by title, which document it was read as."""
+        from dmlqa.errors import NotInIndexError
+        from dmlqa.query.related import identify, resolve_target, resolve_title
+
+        version = self._asker_().searcher.version
+        target = target.strip()
+        doc_id = resolve_target(version, target)
+        if doc_id is None:
+            raise NotInIndexError(
+                f"{target!r} names no document of the index: give its URL, arXiv id, DOI, doc id or title "
+                "(`dmlqa search` shows doc ids)" if target else "give a document: URL, arXiv id, DOI, doc id or title")
+        notice = None
+        if identify(target) is None and target != doc_id:
+            _, others = resolve_title(version, target)
+            also = f" (also {', '.join(others)})" if others else ""
+            notice = f"read {target!r} as {version.docs[doc_id].title} ({doc_id}){also}"
+        return version, doc_id, notice
+
+    def cites(self, target: str, k: int | None = None) -> CitationsResult:
+        """The documents of the knowledge base ``target`` cites, with the citing sentences, and its references
+        that name nothing in it (``dmlqa cites``). :class:`~dmlqa.errors.NotInIndexError` when ``target``
+        names no indexed document."""
+        from dataclasses import replace
+
+        from dmlqa.query.graph import cites
+
+        version, doc_id, notice = self._named(target)
+        res = cites(version, doc_id, k=k)
+        return replace(res, notice="; ".join(n for n in (notice, res.notice) if n) or None)
+
+    def cited_by(self, target: str, k: int | None = None) -> CitationsResult:
+        """The documents citing ``target``, newest first, each with its citing sentence (``dmlqa cited-by``)."""
+        from dataclasses import replace
+
+        from dmlqa.query.graph import cited_by
+
+        version, doc_id, notice = self._named(target)
+        res = cited_by(version, doc_id, k=k)
+        return replace(res, notice="; ".join(n for n in (notice, res.notice) if n) or None)
+
+    def suggest(self, k: int = 15, *, add: bool = False) -> Suggestions:
+        """Works cited by at least two documents that no list names, most cited first (``dmlqa suggest``).
+
+        ``add`` puts those that can be fetched (an arXiv id, a DOI or a URL) in the catalog under the list
+        ``suggested``, so that the next build fetches them; title-only ones are named in ``not_added``.
+        """
+        from dmlqa.query.graph import Suggestions, suggest
+
+        version = self._asker_().searcher.version
+        found = tuple(suggest(version, k=k))
+        notice = None if version.has_citations else (
+            f"index version {version.name} was built before citations were read; run `dmlqa build`")
+        if not add:
+            return Suggestions(found, notice=notice)
+        added, not_added = self._add_suggestions(found)
+        return Suggestions(found, added, not_added, SUGGESTED_LIST, notice)
+
+    def _add_suggestions(self, found: Sequence[Any]) -> tuple[tuple[str, ...], tuple[str, ...]]:
+        from dmlqa.catalog.store import merge, read_catalog, write_catalog
+        from dmlqa.catalog.urls import address, canonicalize, guess_kind, resource_id
+        from dmlqa.models import Resource
+
+        entries, not_added = [], []
+        for s in found:
+            try:
+                canon = canonicalize(s.url) if s.url else None
+            except ValueError:
+                canon = None
+            if canon is None:
+                not_added.append(s.title)
+                continue
+            kind = "paper" if s.arxiv_id or s.doi else guess_kind(canon, title=s.title)
+            entries.append(Resource(id=resource_id(canon), url=canon, title=s.title, kind=kind, year=s.year,
+                                    lists=(SUGGESTED_LIST,), aliases=(address(s.url),)))
+        if entries:
+            path = self.settings.catalog_path
+            write_catalog(path, merge(read_catalog(path), entries))
+        return tuple(r.id for r in entries), tuple(not_added)
 
     @staticmethod
     def bibtex(items: Sequence[Any], *, ascii_only: bool = False) -> str:

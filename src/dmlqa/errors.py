@@ -25,6 +25,7 @@ report, so one bad resource never stops a build::
     ├── ScheduleError               a schedule (--every, --cron) cannot be understood
     ├── IndexMissingError           no published index version: run ``dmlqa build``
     │   └── IndexDamagedError       a published version exists but one of its files cannot be read
+    ├── NotInIndexError             a paper named by URL, id or title is not in the published index
     └── LLMError                    the LLM endpoint could not produce an answer
 
 :func:`is_disk_full` tells a full disk apart from other ``OSError``/SQLite/FAISS errors, which
@@ -36,7 +37,7 @@ from __future__ import annotations
 __all__ = [
     "ArchiveError", "BuildLockedError", "CatalogError", "DiskFullError", "DmlqaError", "EncoderError",
     "EncoderMismatchError", "ExecutorError", "ExtractError", "FetchError", "HomeError", "IndexDamagedError",
-    "IndexMissingError", "InputFileError", "LLMError", "NothingToBuildError", "RayUnavailableError",
+    "IndexMissingError", "InputFileError", "LLMError", "NotInIndexError", "NothingToBuildError", "RayUnavailableError",
     "ScheduleError", "SettingsError", "StageError", "is_disk_full",
 ]
 
@@ -139,6 +140,10 @@ class ScheduleError(DmlqaError):
 
 class IndexMissingError(DmlqaError):
     """No published index version in the home: the user should run ``dmlqa build``."""
+
+
+class NotInIndexError(DmlqaError):
+    """A document named by URL, arXiv id, DOI, doc id or title (``dmlqa cites``) is not in the published index."""
 
 
 class IndexDamagedError(IndexMissingError):

@@ -64,6 +64,9 @@ ArchiveOption = Annotated[
     list[Path] | None, typer.Option("--archive", help="Replay responses from this WARC file (repeatable).")
 ]
 OfflineOption = Annotated[bool, typer.Option("--offline", help="Never touch the network.")]
+NoOpenAccessOption = Annotated[
+    bool, typer.Option("--no-open-access", help="Do not look for open copies (arXiv, OpenAlex) of paywalled papers.")
+]
 PrivateHostsOption = Annotated[
     bool | None, typer.Option("--allow-private-hosts", help="Allow fetching from loopback/private addresses.")
 ]
@@ -188,6 +191,7 @@ def build(
     home: HomeOption = None,
     archive: ArchiveOption = None,
     offline: OfflineOption = False,
+    no_open_access: NoOpenAccessOption = False,
     allow_private_hosts: PrivateHostsOption = None,
     model: ModelOption = None,
     encoder: EncoderOption = None,
@@ -206,7 +210,7 @@ def build(
 ) -> None:
     """Download every catalog resource, extract, chunk, embed and publish a new index version."""
     kb = _open(home, allow_private_hosts=allow_private_hosts, model=model, encoder=encoder, executor=executor,
-               ray_address=ray_address)
+               ray_address=ray_address, open_access=False if no_open_access else None)
     with render.BuildProgress() as progress:
         report = kb.build(offline=offline, archives=archive or (), refresh_lists=refresh_lists, progress=progress)
     if as_json:
@@ -236,6 +240,7 @@ def schedule(
     ] = None,
     archive: ArchiveOption = None,
     offline: OfflineOption = False,
+    no_open_access: NoOpenAccessOption = False,
     allow_private_hosts: PrivateHostsOption = None,
     model: ModelOption = None,
     encoder: EncoderOption = None,
@@ -243,7 +248,8 @@ def schedule(
     home: HomeOption = None,
 ) -> None:
     """Keep running and rebuild the index on a schedule (incremental; a failed run keeps the index)."""
-    kb = _open(home, allow_private_hosts=allow_private_hosts, model=model, encoder=encoder)
+    kb = _open(home, allow_private_hosts=allow_private_hosts, model=model, encoder=encoder,
+               open_access=False if no_open_access else None)
 
     def started(spec: str) -> None:
         if not as_json:
@@ -397,7 +403,9 @@ def eval_cmd(
 
 @app.command()
 def related(
-    query: Annotated[str, typer.Argument(help="Free text, a catalog URL, an arXiv id or a DOI.")],
+    query: Annotated[list[str], typer.Argument(
+        help="Free text, or papers by catalog URL, arXiv id, DOI or title; several papers give their combined "
+             "neighbourhood.")],
     k: Annotated[int, typer.Option("-k", help="How many documents.", min=1, max=200)] = 10,
     since: Annotated[int | None, typer.Option(help="Only documents from this year on.")] = None,
     include_undated: IncludeUndatedOption = False,
@@ -406,12 +414,13 @@ def related(
     as_json: Annotated[bool, typer.Option("--json", help="Same as --format json.")] = False,
     home: HomeOption = None,
 ) -> None:
-    """Documents related to a paper, URL, arXiv id, DOI or free text."""
+    """Documents related to a paper (or several), URL, arXiv id, DOI or free text, through content and citations."""
     if fmt not in ("table", "json", "bibtex"):
         render.fail(f"--format must be table, json or bibtex (got {fmt!r})")
-    query = _text_arg(query, "query") or ""
+    queries = [_text_arg(q, "query") or "" for q in query]
     kb = _open(home)
-    res = kb.related(query, k, since=since, kinds=kind or (), include_undated=include_undated)
+    res = kb.related(queries[0] if len(queries) == 1 else queries, k, since=since, kinds=kind or (),
+                     include_undated=include_undated)
     if res.notice:
         render.note(res.notice)  # stderr: keeps json/bibtex valid
     render.note_undated(res.undated_excluded, since, None)
@@ -420,7 +429,67 @@ def related(
     elif fmt == "bibtex":
         render.text(kb.bibtex(res.items))
     else:
-        render.related(res, query)
+        render.related(res, " + ".join(queries))
+
+
+# -- the citation graph ----------------------------------------------------------------------------------
+
+TargetArgument = Annotated[str, typer.Argument(help="A paper: catalog URL, arXiv id, DOI, doc id or title.")]
+
+
+@app.command()
+def cites(
+    target: TargetArgument,
+    k: Annotated[int | None, typer.Option("-k", help="At most this many of each list.", min=1)] = None,
+    as_json: Annotated[bool, typer.Option("--json", help="Print JSON.")] = False,
+    home: HomeOption = None,
+) -> None:
+    """What a paper cites: the documents of the knowledge base (with the citing sentence), then the rest."""
+    kb = _open(home)
+    res = kb.cites(_text_arg(target, "target") or "", k)
+    if res.notice:
+        render.note(res.notice)
+    if as_json:
+        render.print_json(res.to_json())
+    else:
+        render.citations(res, "cites")
+
+
+@app.command("cited-by")
+def cited_by(
+    target: TargetArgument,
+    k: Annotated[int | None, typer.Option("-k", help="At most this many.", min=1)] = None,
+    as_json: Annotated[bool, typer.Option("--json", help="Print JSON.")] = False,
+    home: HomeOption = None,
+) -> None:
+    """The papers of the knowledge base that cite a document, newest first, with the citing sentence."""
+    kb = _open(home)
+    res = kb.cited_by(_text_arg(target, "target") or "", k)
+    if res.notice:
+        render.note(res.notice)
+    if as_json:
+        render.print_json(res.to_json())
+    else:
+        render.citations(res, "cited by")
+
+
+@app.command()
+def suggest(
+    k: Annotated[int, typer.Option("-k", help="How many works.", min=1, max=1000)] = 15,
+    add: Annotated[bool, typer.Option("--add", help='Add them to the catalog under the list "suggested" '
+                                      "(the next build fetches them).")] = False,
+    as_json: Annotated[bool, typer.Option("--json", help="Print JSON.")] = False,
+    home: HomeOption = None,
+) -> None:
+    """Works cited by two or more documents that no list names, most cited first: what the lists miss."""
+    kb = _open(home)
+    res = kb.suggest(k, add=add)
+    if res.notice:
+        render.note(res.notice)
+    if as_json:
+        render.print_json(res.to_json())
+    else:
+        render.suggestions(res)
 
 
 # -- serve -----------------------------------------------------------------------------------------------

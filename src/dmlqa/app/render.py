@@ -45,7 +45,7 @@ def print_json(obj: Any) -> None:
 
 
 def note(message: str) -> None:
-    err.print(f"[yellow]note:[/yellow] {message}", highlight=False)
+    err.print(f"[yellow]note:[/yellow] {escape(message)}", highlight=False)  # "[arxiv:…]" is no markup
 
 
 def warning(message: str) -> None:
@@ -176,6 +176,7 @@ def build_report(report: Any) -> None:
         ("local documents", report.local_documents), ("chunks", report.chunks),
         ("embedded", report.embedded), ("reused embeddings", report.reused_embeddings),
         ("failed", len(report.failed)), ("removed", len(report.removed)),
+        ("references", report.references), ("references resolved", report.references_resolved),
     ]:
         t.add_row(label, str(value))
     out.print(t)
@@ -271,6 +272,50 @@ def related(res: Any, query: str) -> None:
         facts = " ".join(str(x) for x in (r.year, r.venue) if x)
         t.add_row(str(i), f"{r.score:.3f}", r.title, facts, r.kind, r.url, r.reason)
     out.print(t)
+
+
+def citations(res: Any, what: str) -> None:
+    """``dmlqa cites`` / ``cited-by``: the documents on the other end with the citing sentence; for ``cites``
+    the references that name nothing in the knowledge base after them."""
+    t = res.target
+    head = f"{t.title} ({t.year})" if t.year else t.title
+    if not res.items:
+        out.print(f"No document of the knowledge base is {what} {head}.", highlight=False, markup=False)
+    else:
+        table = Table(title=f"{what.capitalize()} {escape(head)}: {len(res.items)}", show_header=True)
+        for col in ("#", "title", "year", "url", "citing sentence"):
+            table.add_column(col, overflow="fold")
+        for i, item in enumerate(res.items, start=1):
+            table.add_row(str(i), escape(item.title), str(item.year or ""), escape(item.url), escape(item.context))
+        out.print(table)
+    if res.unresolved:
+        table = Table(title=f"Not in the knowledge base: {len(res.unresolved)}", show_header=True)
+        for col in ("#", "title", "year", "arXiv / DOI"):
+            table.add_column(col, overflow="fold")
+        for i, u in enumerate(res.unresolved, start=1):
+            table.add_row(str(i), escape(u.title), str(u.year or ""), escape(u.arxiv_id or u.doi or ""))
+        out.print(table)
+
+
+def suggestions(res: Any) -> None:
+    """``dmlqa suggest``: works several documents cite that no list names; with ``--add``, what was added."""
+    if not res.items:
+        out.print("No work is cited by two or more documents without being in the knowledge base.")
+        return
+    table = Table(title="Cited by two or more documents, in no list", show_header=True)
+    for col in ("#", "cited by", "title", "year", "arXiv / DOI / URL", "citing documents"):
+        table.add_column(col, overflow="fold")
+    for i, s in enumerate(res.items, start=1):
+        where = s.arxiv_id or s.doi or s.url or ""
+        table.add_row(str(i), str(len(s.cited_by)), escape(s.title), str(s.year or ""), escape(where),
+                      escape(", ".join(s.cited_by)))
+    out.print(table)
+    if res.list_name is not None:
+        out.print(f"Added {len(res.added)} to the catalog under the list {res.list_name!r}; "
+                  "the next `dmlqa build` fetches them.", highlight=False, markup=False)
+        if res.not_added:
+            err.print(f"[yellow]note:[/yellow] not added (title only, nothing to fetch): "
+                      f"{escape('; '.join(res.not_added))}", highlight=False)
 
 
 def text(value: str) -> None:

@@ -3,9 +3,11 @@
 Modules, lowest first: :mod:`~dmlqa.extract.text` (decoding, cleaning, Markdown and plain text,
 :class:`Extracted`), :mod:`~dmlqa.extract.facts` (years and authors a body states, merged with the
 catalog's), :mod:`~dmlqa.extract.html`, :mod:`~dmlqa.extract.pdf`, :mod:`~dmlqa.extract.documents`
-(what the bytes are, to the right extractor, then a :class:`~dmlqa.models.Document`), and
-:mod:`~dmlqa.extract.sentences` (a document's quotable sentences). It imports only the stages
-before it and the base modules.
+(what the bytes are, to the right extractor, then a :class:`~dmlqa.models.Document`),
+:mod:`~dmlqa.extract.sentences` (a document's quotable sentences), and
+:mod:`~dmlqa.extract.references` (a paper's reference list parsed, with the sentences citing each
+entry; :mod:`~dmlqa.extract.reference_entries` finds the list and cuts it into entries). It imports
+only the stages before it and the base modules.
 
 The names below are loaded on first use, not when the package is imported: the query side imports
 :mod:`~dmlqa.extract.sentences` to answer questions, and must not pay for loading trafilatura,
@@ -31,6 +33,7 @@ if TYPE_CHECKING:
     )
     from dmlqa.extract.html import extract_html
     from dmlqa.extract.pdf import dehyphenate, extract_pdf
+    from dmlqa.extract.references import ParsedReferences, parse_references
     from dmlqa.extract.sentences import Sentence, for_answer, split_document
     from dmlqa.extract.text import Extracted, clean_text, decode_text, extract_markdown, extract_text
 
@@ -52,6 +55,8 @@ _HOME = {
     "extract_html": "html",
     "dehyphenate": "pdf",
     "extract_pdf": "pdf",
+    "ParsedReferences": "references",
+    "parse_references": "references",
     "Sentence": "sentences",
     "for_answer": "sentences",
     "split_document": "sentences",
@@ -64,6 +69,7 @@ _HOME = {
 
 __all__ = [
     "Extracted",
+    "ParsedReferences",
     "Sentence",
     "catalog_card",
     "clean_author",
@@ -81,6 +87,7 @@ __all__ = [
     "for_answer",
     "merge_authors",
     "merge_facts",
+    "parse_references",
     "pdf_year",
     "split_authors",
     "split_document",

@@ -14,6 +14,7 @@ import re
 from collections.abc import Iterator
 from dataclasses import dataclass
 
+from dmlqa.extract.reference_entries import reference_zone
 from dmlqa.models import BLOCK_SEPARATOR, Document
 
 #: Roles a sentence may have; only QUOTABLE ones are candidates for an answer.
@@ -56,7 +57,9 @@ def _spans(text: str, base: int) -> Iterator[tuple[int, int]]:
     """Sentence spans (absolute offsets) of one paragraph's text."""
     start = 0
     for m in _BOUNDARY.finditer(text):
-        if _NO_END.search(text[start : m.start()]):
+        # Only the tail can end in an abbreviation (the longest is 7 characters): looking at the whole
+        # run since ``start`` made a paragraph of many "et al." quadratic (minutes for 200,000 chars).
+        if _NO_END.search(text[max(start, m.start() - 16) : m.start()]):
             continue
         yield base + start, base + m.start() + len(m.group().rstrip())  # closing quotes stay with it
         start = m.end()
@@ -80,24 +83,12 @@ def _paragraphs(block: str, pdf: bool) -> Iterator[tuple[int, int, bool]]:
         pos += len(line) + 1
 
 
-_REFS_HEAD = re.compile(r"(?:^|\n)\s*(?:\d+\.?\s+)?(?:References|REFERENCES|Bibliography|BIBLIOGRAPHY|"
-                        r"Works Cited)\s*(?:\n|$)")
-_AFTER_REFS = re.compile(r"(?:^|\n)\s*(?:[A-H](?:\.\d+)?\.?\s+[A-Z][A-Za-z]|Appendix|APPENDIX|Supplementary|"
-                         r"SUPPLEMENTARY)")
-
-
 def _reference_zone(doc: Document) -> tuple[int, int] | None:
-    """(start, end) of a paper's reference list in ``doc.text``: from its "References" heading to an
-    appendix heading or the end. Its entries are sources, never answers (titles read like prose)."""
-    text = doc.text
-    heads = list(_REFS_HEAD.finditer(text))
-    if not heads or doc.content_type not in _PDF_LIKE:
+    """(start, end) of a paper's reference list in ``doc.text`` (the rule lives with the reference
+    parser). Its entries are sources, never answers (titles read like prose)."""
+    if doc.content_type not in _PDF_LIKE:
         return None
-    start = heads[-1].end()
-    if start < 0.3 * len(text):  # a "References" line early on is a table of contents, not the list
-        return None
-    after = _AFTER_REFS.search(text, start + 200)
-    return start, after.start() if after else len(text)
+    return reference_zone(doc.text)
 
 
 def split_document(doc: Document) -> list[Sentence]:

@@ -35,7 +35,7 @@ from dmlqa.errors import DiskFullError, IndexDamagedError, IndexMissingError, No
 from dmlqa.extract.sentences import Sentence
 from dmlqa.index.ann import choose_index_type
 from dmlqa.index.lexical import LexicalIndex
-from dmlqa.models import Chunk, Document
+from dmlqa.models import Chunk, CitationLink, Document, Reference
 from dmlqa.paths import CURRENT, VERSIONS
 
 log = logging.getLogger(__name__)
@@ -112,6 +112,12 @@ CREATE TABLE sentences (
     section TEXT, text TEXT, role TEXT
 );
 CREATE INDEX sentences_doc ON sentences(doc_id, start);
+CREATE TABLE citations (
+    row INTEGER PRIMARY KEY, citing TEXT, ordinal INTEGER, reference TEXT, cited TEXT, context TEXT, how TEXT,
+    work TEXT
+);
+CREATE INDEX citations_citing ON citations(citing, ordinal);
+CREATE INDEX citations_cited ON citations(cited);
 """
 
 
@@ -127,13 +133,16 @@ def write_version(
     name: str | None = None,
     sentences: Sequence[tuple[int, Sentence]] = (),
     sentence_vectors: np.ndarray | None = None,
+    citations: Sequence[tuple[CitationLink, str]] = (),
 ) -> str:
     """Write a complete version folder (not yet published); return its name.
 
     ``chunks[i]`` has vector ``vectors[i]`` and gets row ``i`` in every part of the index.
     ``sentences`` are the quotable sentences as (ordinal in their document, sentence), with
     ``sentence_vectors[i]`` for ``sentences[i]``: the extractive answerer reads both, so that
-    answering embeds nothing but the question.
+    answering embeds nothing but the question. ``citations`` are the citation graph's links with the
+    work each names (:mod:`dmlqa.pipeline.graph`): stored with the version so that ``cites``,
+    ``cited-by`` and ``related`` read the graph of the texts they search.
     """
     if len(chunks) != len(vectors):
         raise ValueError(f"{len(chunks)} chunks but {len(vectors)} vectors")
@@ -150,6 +159,7 @@ def write_version(
         tmp.mkdir()
         _write_parts(tmp, documents, chunks, vectors, meta, name, ann_threshold, ivfpq_threshold)
         _write_sentences(tmp, sentences, sentence_vectors)
+        _write_citations(tmp, citations)
         final = versions / name
         os.rename(tmp, final)
         _fsync_dir(versions)
@@ -244,6 +254,22 @@ def _write_sentences(tmp: Path, sentences: Sequence[tuple[int, Sentence]], vecto
     meta_path = tmp / "meta.json"
     meta = json.loads(meta_path.read_text(encoding="utf-8"))
     meta["sentences"] = len(sentences)
+    meta_path.write_text(json.dumps(meta, indent=2, ensure_ascii=False), encoding="utf-8")
+    _fsync_tree(tmp)
+
+
+def _write_citations(tmp: Path, citations: Sequence[tuple[CitationLink, str]]) -> None:
+    db = sqlite3.connect(str(tmp / "store.sqlite"))
+    db.executemany(
+        "INSERT INTO citations VALUES (?,?,?,?,?,?,?,?)",
+        [(i, c.citing, c.reference.ordinal, json.dumps(c.reference.to_json(), ensure_ascii=False), c.cited,
+          c.context, c.how, work) for i, (c, work) in enumerate(citations)],
+    )
+    db.commit()
+    db.close()
+    meta_path = tmp / "meta.json"
+    meta = json.loads(meta_path.read_text(encoding="utf-8"))
+    meta["citations"] = len(citations)
     meta_path.write_text(json.dumps(meta, indent=2, ensure_ascii=False), encoding="utf-8")
     _fsync_tree(tmp)
 
@@ -508,8 +534,40 @@ class IndexVersion:
             self._sentence_vectors = np.load(self.path / "sentences.npy", mmap_mode="r")
         return np.asarray(self._sentence_vectors[list(rows)], dtype=np.float32)
 
+    @property
+    def has_citations(self) -> bool:
+        """Versions built before the citation graph have no ``citations`` table: they read as citing nothing."""
+        found = self._db.execute("SELECT 1 FROM sqlite_master WHERE type='table' AND name='citations'").fetchone()
+        return found is not None
+
+    def citations(self, *, citing: str | None = None, cited: str | None = None) -> list[CitationRecord]:
+        """The stored citation links (all, or those of one citing or one cited document), in list order."""
+        if not self.has_citations:
+            return []
+        where, args = [], []
+        for column, value in (("citing", citing), ("cited", cited)):
+            if value is not None:
+                where.append(f"{column}=?")
+                args.append(value)
+        sql = "SELECT citing, ordinal, reference, cited, context, how, work FROM citations"
+        sql += (" WHERE " + " AND ".join(where) if where else "") + " ORDER BY row"
+        try:
+            rows = self._db.execute(sql, args).fetchall()
+        except sqlite3.DatabaseError as exc:
+            raise IndexDamagedError(self.name, f"store.sqlite cannot be read ({_short(exc)})") from None
+        return [CitationRecord(CitationLink(r[0], Reference.from_json(json.loads(r[2])), r[3], r[4] or "", r[5] or ""),
+                               r[6] or "") for r in rows]
+
     def close(self) -> None:
         self._db.close()
+
+
+@dataclass(frozen=True)
+class CitationRecord:
+    """A stored citation link and the work it names (``doc:<doc id>``, or the group key of an outside work)."""
+
+    link: CitationLink
+    work: str
 
 
 @dataclass(frozen=True)

@@ -17,6 +17,7 @@ The Ray executor is not imported here: the build imports it when ``build.executo
 from dmlqa.pipeline import stages
 from dmlqa.pipeline.build import make_executor, run_build
 from dmlqa.pipeline.coverage import coverage, network_notice
+from dmlqa.pipeline.graph import GraphResult, Resolver
 from dmlqa.pipeline.home import index_status, init_home, run_history
 from dmlqa.pipeline.local_executor import LocalExecutor
 from dmlqa.pipeline.lock import WriterLock
@@ -40,6 +41,7 @@ from dmlqa.pipeline.schedule import RunOutcome, Schedule, SchedulerLock, Schedul
 from dmlqa.pipeline.works import Duplicate, merge_works
 
 __all__ = [
+    "GraphResult", "Resolver",
     "BuildOptions",
     "BuildReport",
     "Changes",

@@ -1,4 +1,5 @@
-"""One build: catalog → fetch → extract → store → merge works → chunk → embed → sentences → index → publish.
+"""One build: catalog → fetch → extract → store → merge works → citation graph → chunk → embed → sentences →
+index → publish.
 
 This is the only module that knows the whole order of the stages, and the only one that fills the
 :class:`~dmlqa.pipeline.report.BuildReport`: every stage function (:mod:`dmlqa.pipeline.stages`)
@@ -115,6 +116,9 @@ def run_build(
             log.debug("fetch stats: %s", fetched.stats)
             works = stages.merge_copies(resources, documents, report.failed, report.fetched_ok)
             report.add_works(works)
+            with clock("graph"):
+                graph = stages.citations(works)
+            report.add_graph(graph)
 
             with clock("chunk"):
                 chunked = executor.chunk(works.documents)
@@ -137,7 +141,7 @@ def run_build(
         with clock("index"):
             report.index_version = stages.write_index(
                 settings, works, chunked.chunks, embedded.vectors, found, encoder_key=encoder.key,
-                resources=report.resources, failed=report.failed,
+                resources=report.resources, failed=report.failed, graph=graph,
             )
         report.seconds["total"] = time.perf_counter() - t_all
     return report

@@ -30,6 +30,7 @@ if TYPE_CHECKING:
     from dmlqa.extract.sentences import Sentence
     from dmlqa.index.docstore import DocStore
     from dmlqa.index.embed import EmbedResult, Encoder, VectorSource
+    from dmlqa.pipeline.graph import GraphResult
     from dmlqa.pipeline.refresh import RefreshReport
 
 __all__ = [
@@ -315,6 +316,12 @@ class BuildReport:
     # quotable sentences stored with their vectors (for extractive answers), and how many were new
     sentences: int = 0
     embedded_sentences: int = 0
+    # the citation graph (dmlqa.pipeline.graph): references read from the PDFs, and how many name another
+    # document of the knowledge base; skipped: entries the parser could not read (and papers it failed on)
+    references: int = 0
+    references_resolved: int = 0
+    references_skipped: int = 0
+    self_citations: int = 0
 
     @property
     def fetched_ok(self) -> int:
@@ -365,6 +372,12 @@ class BuildReport:
         self.sentences = len(result.sentences)
         self.embedded_sentences = result.embedded
 
+    def add_graph(self, result: GraphResult) -> None:
+        self.references = result.references
+        self.references_resolved = result.resolved
+        self.references_skipped = result.skipped
+        self.self_citations = result.self_citations
+
     def to_json(self) -> dict[str, Any]:
         return {
             "resources": self.resources,
@@ -391,4 +404,8 @@ class BuildReport:
             "notice": self.notice,
             "sentences": self.sentences,
             "embedded_sentences": self.embedded_sentences,
+            "references": self.references,
+            "references_resolved": self.references_resolved,
+            "references_skipped": self.references_skipped,
+            "self_citations": self.self_citations,
         }

@@ -1,6 +1,7 @@
 """The build's stages as functions: typed inputs in, a result out (:mod:`dmlqa.pipeline.report`).
 
-catalog → fetch → extract (+ local documents) → store → merge works → chunk → embed → sentences → index.
+catalog → fetch → extract (+ local documents) → store → merge works → citation graph → chunk → embed →
+sentences → index.
 
 No stage function edits shared state or the build report: each returns what it did, and the build
 (:func:`dmlqa.pipeline.build.run_build`) adds the results to the report. Both executors call these
@@ -46,10 +47,11 @@ from dmlqa.settings import Settings
 if TYPE_CHECKING:
     from dmlqa.index.chunk import Chunker
     from dmlqa.index.embed import EmbedResult, Encoder, VectorSource
+    from dmlqa.pipeline.graph import GraphResult
     from dmlqa.pipeline.refresh import RefreshReport
 
 __all__ = [
-    "chunk", "chunk_texts", "embed", "encoder_for", "extract", "extract_one", "fetch", "fetch_async",
+    "chunk", "chunk_texts", "citations", "embed", "encoder_for", "extract", "extract_one", "fetch", "fetch_async",
     "load_chunker", "local_documents", "merge_copies", "refresh", "sentences", "store_documents", "write_index",
 ]
 
@@ -101,7 +103,8 @@ async def fetch_async(
             async def one(res: Resource) -> Fetched:
                 try:
                     # The address as listed, never the canonical identity: http stays http.
-                    resolved = await fetch_resource(fetcher, res.address, aliases=res.aliases[1:])
+                    resolved = await fetch_resource(fetcher, res.address, aliases=res.aliases[1:], title=res.title,
+                                                    kind=res.kind)
                     return Fetched(res, resolved, None)
                 except FetchError as exc:
                     return Fetched(res, None, exc)
@@ -305,6 +308,14 @@ def merge_copies(
     )
 
 
+def citations(works: WorksResult) -> GraphResult:
+    """The citation graph of the merged works (:mod:`dmlqa.pipeline.graph`): after the merge, so that a
+    reference to any copy of a work lands on the one document that holds it. Never raises for a paper."""
+    from dmlqa.pipeline.graph import citation_graph
+
+    return citation_graph(works.documents)
+
+
 # -- chunk ---------------------------------------------------------------------------------------------
 
 
@@ -398,12 +409,13 @@ def sentences(
 
 def write_index(
     settings: Settings, works: WorksResult, chunks: Sequence[Chunk], vectors: np.ndarray, found: SentenceResult,
-    *, encoder_key: str, resources: int, failed: Sequence[Failure],
+    *, encoder_key: str, resources: int, failed: Sequence[Failure], graph: GraphResult | None = None,
 ) -> str:
     """Write a new index version of the home, publish it and prune old ones; its name.
 
     ``resources`` and ``failed`` are recorded in the version's meta.json, with what ``works``
-    says about copies and coverage, so that ``dmlqa status`` can describe a version on its own.
+    says about copies and coverage, so that ``dmlqa status`` can describe a version on its own;
+    ``graph``'s links are stored with the version (a version is the one thing queries read).
     """
     meta = {
         "model": settings.embed.model,
@@ -417,10 +429,13 @@ def write_index(
         "coverage": works.coverage,
         "dense_text": "title — section\\ntext",
     }
+    if graph is not None:
+        meta["graph"] = {"papers": graph.papers, "references": graph.references, "resolved": graph.resolved,
+                         "skipped": graph.skipped, "self_citations": graph.self_citations, "by": graph.by_how}
     name = write_version(
         settings.index_dir, list(works.documents), list(chunks), vectors, meta,
         ann_threshold=settings.index.ann_threshold, ivfpq_threshold=settings.index.ivfpq_threshold,
-        sentences=found.sentences, sentence_vectors=found.vectors,
+        sentences=found.sentences, sentence_vectors=found.vectors, citations=graph.rows() if graph else (),
     )
     publish(settings.index_dir, name)
     prune(settings.index_dir, settings.index.keep_versions)

@@ -33,12 +33,14 @@ from dmlqa.query.evaluate import (
     retrieval_scores,
     score_answers,
 )
+from dmlqa.query.graph import CitationsResult, Graph, Suggestion, Suggestions, citation_graph, cited_by, cites, suggest
 from dmlqa.query.llm import LLMBackend, LLMConfig, LLMError
 from dmlqa.query.related import Related, RelatedResult, related, resolve_target
 from dmlqa.query.rerank import Reranker
 from dmlqa.query.search import MODES, Filters, Searcher, SearchOptions, allowed_docs, undated_excluded
 
 __all__ = [
+    "CitationsResult", "Graph", "Suggestion", "Suggestions", "citation_graph", "cited_by", "cites", "suggest",
     "MODES",
     "REFUSAL",
     "REFUSAL_PREFIX",
