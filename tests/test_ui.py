@@ -280,6 +280,17 @@ def test_related_html_escapes_and_offers_ask() -> None:
     assert out.count('class="dmlqa-ask-about" data-row=') == 2 and "ICML 2020" in out
     assert 'href="https://arxiv.org/abs/1"' in out and "not in the index" in out
     assert "No related documents" in related_html([])
+    graph = {"cites": [{"doc_id": "g", "title": "GPipe", "url": "https://arxiv.org/abs/1811.06965", "year": 2019,
+                        "context": f"pipelines as in [12] {EVIL}"}],
+             "cited_by": [{"doc_id": f"c{i}", "title": f"Paper {i}", "url": f"https://e.org/{i}", "year": None,
+                           "context": ""} for i in range(11)]}
+    out = related_html(rows, target={"title": "ZeRO", "url": "https://arxiv.org/abs/2"}, graph=graph)
+    assert "<strong>Cites 1</strong> in the knowledge base: " in out and "GPipe</a> (2019)" in out
+    assert "<strong>Cited by 11</strong>" in out and "Paper 7" in out and "Paper 8" not in out and "3 more" in out
+    assert "<img" not in out and 'title="pipelines as in [12]' in out
+    empty = related_html(rows, target={"title": "ZeRO", "url": "https://arxiv.org/abs/2"},
+                         graph={"cites": [], "cited_by": []})
+    assert "<strong>Cited by 0</strong> in the knowledge base</p>" in empty
 
 
 def test_status_html() -> None:
@@ -361,6 +372,7 @@ def test_related_rows(service: ChatService) -> None:
     rows, out = service.related_rows("1910.02054")
     assert rows and all(r["doc_id"] != "arxiv:1910.02054" for r in rows)
     assert "Related to" in out and "ZeRO: Memory Optimizations" in out and "unknown year" not in out
+    assert "<strong>Cites " in out and "<strong>Cited by " in out  # the graph's lines under the target
     _, out = service.related_rows("distributed training", since=2019)  # Horovod's year is unknown
     assert "1 document of unknown year was left out by “since 2019”" in out
 

@@ -299,16 +299,40 @@ def related_rows(result: Any) -> list[dict[str, Any]]:
     ]
 
 
+CITATIONS_SHOWN = 8  # links per "cites" / "cited by" line; the count says how many there are
+
+
+def citations_html(graph: Mapping[str, Sequence[Mapping[str, Any]]]) -> str:
+    """Two lines under the target: "Cites N in the knowledge base: …" and "Cited by M: …", linked;
+    the citing sentence is each link's tooltip."""
+    lines = []
+    for key, label in (("cites", "Cites"), ("cited_by", "Cited by")):
+        items = list(graph.get(key) or ())
+        shown = ", ".join(
+            link(i.get("url"), esc(i.get("title") or i.get("url")), title=i.get("context") or "")
+            + (f" ({esc(i.get('year'))})" if i.get("year") else "")
+            for i in items[:CITATIONS_SHOWN]
+        )
+        more = f", and {len(items) - CITATIONS_SHOWN} more" if len(items) > CITATIONS_SHOWN else ""
+        lines.append(f'<p class="dmlqa-{key.replace("_", "-")}"><strong>{label} {len(items)}</strong>'
+                     f' in the knowledge base{": " + shown + more if items else ""}</p>')
+    return "".join(lines)
+
+
 def related_html(rows: Sequence[Mapping[str, Any]], notice: str | None = None, *,
-                 target: Mapping[str, Any] | None = None) -> str:
+                 target: Mapping[str, Any] | None = None,
+                 graph: Mapping[str, Sequence[Mapping[str, Any]]] | None = None) -> str:
     """The related-papers table: linked title, year/venue, kind, why, and an ask button per row.
 
-    ``target`` is the indexed document the query named (its title and URL head the table).
+    ``target`` is the indexed document the query named (its title and URL head the table);
+    ``graph`` its citations in the knowledge base (``cites`` and ``cited_by`` items), shown under it.
     """
     head = f'<div class="dmlqa-notice">⚠ {esc(notice)}</div>' if notice else ""
     if target:
         title = link(target.get("url"), esc(target.get("title") or target.get("url")))
         head += f'<p class="dmlqa-target">Related to {title}</p>'
+        if graph is not None:
+            head += citations_html(graph)
     if not rows:
         return _one_line(head + '<p class="dmlqa-empty">No related documents.</p>')
     body = []

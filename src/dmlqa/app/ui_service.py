@@ -300,4 +300,13 @@ class ChatService:
             target = {"title": d.title, "url": d.url} if d else None
         rows = related_rows(result)
         notes = [result.notice, undated_note(result.undated_excluded, what=f"“since {since}”")]
-        return rows, related_html(rows, "; ".join(n for n in notes if n) or None, target=target)
+        graph = self.citations(result.target) if target else None
+        return rows, related_html(rows, "; ".join(n for n in notes if n) or None, target=target, graph=graph)
+
+    def citations(self, doc_id: str) -> dict[str, list[dict[str, Any]]] | None:
+        """What the paper cites and what cites it, in the knowledge base (None: no citation graph)."""
+        try:
+            cites, cited_by = self.kb.cites(doc_id), self.kb.cited_by(doc_id)
+        except DmlqaError:  # an index built before the graph, or a document that is no paper
+            return None
+        return {"cites": [i.to_json() for i in cites.items], "cited_by": [i.to_json() for i in cited_by.items]}
