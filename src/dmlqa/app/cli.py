@@ -446,13 +446,7 @@ def cites(
 ) -> None:
     """What a paper cites: the documents of the knowledge base (with the citing sentence), then the rest."""
     kb = _open(home)
-    res = kb.cites(_text_arg(target, "target") or "", k)
-    if res.notice:
-        render.note(res.notice)
-    if as_json:
-        render.print_json(res.to_json())
-    else:
-        render.citations(res, "cites")
+    _show_citations(kb.cites(_text_arg(target, "target") or "", k), "cites", as_json)
 
 
 @app.command("cited-by")
@@ -464,13 +458,17 @@ def cited_by(
 ) -> None:
     """The papers of the knowledge base that cite a document, newest first, with the citing sentence."""
     kb = _open(home)
-    res = kb.cited_by(_text_arg(target, "target") or "", k)
+    _show_citations(kb.cited_by(_text_arg(target, "target") or "", k), "cited by", as_json)
+
+
+def _show_citations(res: Any, what: str, as_json: bool) -> None:
+    """``cites`` / ``cited-by`` output: the notice on stderr, then JSON or the table."""
     if res.notice:
         render.note(res.notice)
     if as_json:
         render.print_json(res.to_json())
     else:
-        render.citations(res, "cited by")
+        render.citations(res, what)
 
 
 @app.command()

@@ -18,7 +18,9 @@ from __future__ import annotations
 import math
 import threading
 from collections import OrderedDict
+from collections.abc import Callable, Hashable
 from dataclasses import dataclass
+from typing import Generic, TypeVar
 
 import numpy as np
 
@@ -116,23 +118,45 @@ def _build(version: IndexVersion, mean_weight: float, center: bool) -> DocVector
     )
 
 
-_VECTORS: OrderedDict[tuple[str, str, float, bool], DocVectors] = OrderedDict()
-_VECTORS_LOCK = threading.Lock()
+_T = TypeVar("_T")
+
+
+class VersionCache(Generic[_T]):
+    """Values derived from an index version (document vectors, the citation graph, URL maps), each
+    computed once and kept for the last :data:`CACHE_VERSIONS` keys, so a newly published version
+    replaces old ones without a restart.
+
+    The value is computed under the lock: two threads never derive the same version twice.
+    """
+
+    def __init__(self, size: int = CACHE_VERSIONS) -> None:
+        self.size = size
+        self._items: OrderedDict[Hashable, _T] = OrderedDict()
+        self._lock = threading.Lock()
+
+    def get(self, key: Hashable, make: Callable[[], _T]) -> _T:
+        with self._lock:
+            found = self._items.get(key)
+            if found is None:
+                found = self._items[key] = make()
+                while len(self._items) > self.size:
+                    self._items.popitem(last=False)
+            self._items.move_to_end(key)
+            return found
+
+    def clear(self) -> None:
+        with self._lock:
+            self._items.clear()
+
+
+_VECTORS: VersionCache[DocVectors] = VersionCache()
 
 
 def doc_vectors(version: IndexVersion, *, mean_weight: float | None = None, center: bool | None = None) -> DocVectors:
     """The document vectors of ``version``: computed on first use, then served from memory."""
     mw = MEAN_WEIGHT if mean_weight is None else mean_weight
     ce = CENTER if center is None else center
-    key = (str(version.path), version.name, float(mw), bool(ce))
-    with _VECTORS_LOCK:  # held while computing: two threads must not pool the same version twice
-        found = _VECTORS.get(key)
-        if found is None:
-            found = _VECTORS[key] = _build(version, mw, ce)
-            while len(_VECTORS) > CACHE_VERSIONS:
-                _VECTORS.popitem(last=False)
-        _VECTORS.move_to_end(key)
-        return found
+    return _VECTORS.get((str(version.path), version.name, float(mw), bool(ce)), lambda: _build(version, mw, ce))
 
 
 def topic_weights(version: IndexVersion) -> dict[str, float]:
@@ -149,5 +173,4 @@ def topic_weights(version: IndexVersion) -> dict[str, float]:
 
 def clear_vectors() -> None:
     """Forget all cached document vectors (tests, benchmarks)."""
-    with _VECTORS_LOCK:
-        _VECTORS.clear()
+    _VECTORS.clear()

@@ -22,14 +22,13 @@ from __future__ import annotations
 
 import math
 import re
-import threading
-from collections import Counter, OrderedDict
+from collections import Counter
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
 from dmlqa.index.versions import CitationRecord, DocRecord, IndexVersion
-from dmlqa.query.docvectors import CACHE_VERSIONS
+from dmlqa.query.docvectors import VersionCache
 
 #: Names of works in reasons: a title's "Name:" part when it is at most this many words, else the title cut.
 NAME_WORDS = 3
@@ -144,29 +143,16 @@ def _invert(refs: dict[str, set[str]]) -> dict[str, tuple[str, ...]]:
     return {w: tuple(ds) for w, ds in out.items()}
 
 
-_GRAPHS: OrderedDict[tuple[str, str], Graph] = OrderedDict()
-_LOCK = threading.Lock()
+_GRAPHS: VersionCache[Graph] = VersionCache()
 
 
 def citation_graph(version: IndexVersion) -> Graph:
     """The graph of ``version``, read once and kept for the last few versions (like the document vectors)."""
-    key = (str(version.path), version.name)
-    with _LOCK:
-        found = _GRAPHS.get(key)
-        if found is not None:
-            _GRAPHS.move_to_end(key)
-            return found
-    built = _build(version)
-    with _LOCK:
-        _GRAPHS[key] = built
-        while len(_GRAPHS) > CACHE_VERSIONS:
-            _GRAPHS.popitem(last=False)
-    return built
+    return _GRAPHS.get((str(version.path), version.name), lambda: _build(version))
 
 
 def clear_graphs() -> None:
-    with _LOCK:
-        _GRAPHS.clear()
+    _GRAPHS.clear()
 
 
 # -- cites / cited-by ---------------------------------------------------------------------------------

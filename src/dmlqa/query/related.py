@@ -15,8 +15,6 @@ and the result says so; so is a title the query only resembles.
 from __future__ import annotations
 
 import re
-import threading
-from collections import OrderedDict
 from collections.abc import Sequence
 from dataclasses import dataclass, replace
 from difflib import SequenceMatcher
@@ -24,7 +22,7 @@ from typing import Any
 
 from dmlqa.catalog.urls import arxiv_id, canonicalize, doi, resource_id
 from dmlqa.index.versions import IndexVersion
-from dmlqa.query.docvectors import CACHE_VERSIONS, clear_vectors, doc_vectors
+from dmlqa.query.docvectors import VersionCache, clear_vectors, doc_vectors
 from dmlqa.query.graph import citation_graph, clear_graphs
 from dmlqa.query.relatedness import Related, rank_like_docs, rank_like_text, title_words
 from dmlqa.query.search import Filters, Searcher, allowed_docs, undated_excluded
@@ -116,18 +114,15 @@ def identify(query: str) -> _Identity | None:
     return _Identity("URL", (resource_id(canon),), (canon,))
 
 
-_URL_MAPS: OrderedDict[tuple[str, str], dict[str, str]] = OrderedDict()
-_URL_MAPS_LOCK = threading.Lock()
+_URL_MAPS: VersionCache[dict[str, str]] = VersionCache()
 
 
 def _url_map(version: IndexVersion) -> dict[str, str]:
     """Canonical URL (catalog URL and source URL) → doc id, once per version."""
-    key = (str(version.path), version.name)
-    with _URL_MAPS_LOCK:
-        found = _URL_MAPS.get(key)
-        if found is not None:
-            _URL_MAPS.move_to_end(key)
-            return found
+    return _URL_MAPS.get((str(version.path), version.name), lambda: _build_url_map(version))
+
+
+def _build_url_map(version: IndexVersion) -> dict[str, str]:
     out: dict[str, str] = {}
     # Source URLs first, then the aliases of merged copies (dmlqa.pipeline.works), so that a catalog URL
     # wins over another document's source URL.
@@ -140,10 +135,6 @@ def _url_map(version: IndexVersion) -> dict[str, str]:
         except ValueError:
             if u:
                 out[u] = doc_id
-    with _URL_MAPS_LOCK:
-        _URL_MAPS[key] = out
-        while len(_URL_MAPS) > CACHE_VERSIONS:
-            _URL_MAPS.popitem(last=False)
     return out
 
 
@@ -335,8 +326,7 @@ def clear_cache() -> None:
     """Forget all cached document vectors and URL maps (tests, benchmarks)."""
     clear_vectors()
     clear_graphs()
-    with _URL_MAPS_LOCK:
-        _URL_MAPS.clear()
+    _URL_MAPS.clear()
 
 
 __all__: Sequence[str] = (
