@@ -12,13 +12,22 @@ from dmlqa.extract.sentences import (
     ITEM,
     PROSE,
     REFERENCE,
+    SNIPPET,
     classify,
     for_answer,
     leans_back,
     split_document,
 )
 from dmlqa.models import Block, Document, Hit
-from dmlqa.query.extractive import Candidate, answer_kinds, choose, compose
+from dmlqa.query.extractive import (
+    Candidate,
+    answer_kinds,
+    choose,
+    compose,
+    known_terms,
+    question_parts,
+    question_terms,
+)
 
 
 def doc(*blocks: str, content_type: str = "html", page: int | None = None) -> Document:
@@ -172,3 +181,93 @@ def test_a_paragraph_of_abbreviations_splits_in_linear_time() -> None:
     text = "Smith et al. Jones et al. " * 8000
     assert list(_spans(text, 0)) == [(0, len(text))]
     assert list(_spans("See Fig. 3 for details. It works.", 0)) == [(0, 23), (24, 33)]
+
+
+# -- generic fixes of answers that held the fact but did not state it -----------------------------------
+
+
+def test_hard_wrapped_html_prose_is_one_sentence_but_headings_and_code_stay_apart() -> None:
+    d = doc("Tied layers\nDeepSpeed provides a TiedLayerSpec that is an extension of\nLayerSpec. Each reuse of a "
+            "layer is specified with a TiedLayerSpec, and the key field\nis used to identify where a layer is "
+            "reused.\nElastic TensorFlow\nTensorFlow v1 Example:\nimport tensorflow as tf\nhvd.init()")
+    got = roles(d)
+    assert (PROSE, "DeepSpeed provides a TiedLayerSpec that is an extension of LayerSpec.") in got
+    assert (PROSE, "Each reuse of a layer is specified with a TiedLayerSpec, and the key field is used to identify "
+                   "where a layer is reused.") in got
+    assert (HEADING, "Elastic TensorFlow") in got  # a heading before a capitalised line is no wrap
+    assert not any("import tensorflow" in t and "hvd" in t for _, t in got)  # code lines are not joined
+
+
+def test_questions_and_publication_list_entries_are_not_quotable() -> None:
+    assert classify("- Compare accuracy for different learning rates. How does it scale with GPUs?", ITEM) == HEADING
+    assert classify("Why would anyone shard the optimizer states across ranks?") == HEADING
+    assert classify("- Ann Lee, Bo Chen, Carl Diaz, Dana Evans. (2022) Training giant models with little memory. "
+                    "arXiv:2201.11990.", ITEM) == REFERENCE
+    assert classify("PyTorch, TensorFlow, JAX, and MXNet all support data parallelism since 2019 or so.") == PROSE
+
+
+def test_code_announced_by_a_colon_is_quoted_with_its_sentence_but_never_alone() -> None:
+    d = doc("TensorFlow can grow its memory gradually by (if desired):\nconfig = tf.ConfigProto()\n"
+            "config.gpu_options.allow_growth = True\nOr give it a fixed fraction of the memory of each GPU.\n"
+            "config = tf.ConfigProto()")
+    ss = split_document(d)
+    assert [s.role for s in ss] == [PROSE, SNIPPET, SNIPPET, PROSE, HEADING]  # only announced code
+    cands = [Candidate(0, "d", o, s.text, s.role, None) for o, s in enumerate(ss) if s.quotable]
+    by_ordinal = {c.ordinal: c for c in cands}
+    ranked = [c for c in cands if c.role != SNIPPET]
+    choice = choose("How do I let TensorFlow grow its GPU memory gradually?", np.array([1.0, 0.0], np.float32),
+                    ranked, np.array([[1.0, 0.0], [0.0, 1.0]], np.float32),
+                    neighbour=lambda c, step: by_ordinal.get(c.ordinal + step))
+    hit = Hit(rank=1, score=1.0, doc_id="d", url="https://x.org/d", title="TF", page=None, section=None, text="")
+    body, _ = compose(choice.candidates, [hit])
+    assert "- `config.gpu_options.allow_growth = True` [1]" in body
+
+
+def test_a_chain_of_sentences_leaning_back_is_quoted_whole() -> None:
+    cands = _cands([(PROSE, "Zero-2 does not support local gradient accumulation at all."),
+                    (PROSE, "Though you can accumulate gradients if you insist, it cannot reduce communication."),
+                    (PROSE, "That is to say, it is not a good idea to use Zero-2 with pipeline parallelism.")])
+    by_ordinal = {c.ordinal: c for c in cands}
+    choice = choose("Why is Zero-2 a poor match for pipeline parallelism?", np.array([0, 0, 1], np.float32),
+                    cands, np.eye(3, dtype=np.float32), neighbour=lambda c, step: by_ordinal.get(c.ordinal + step),
+                    max_sentences=1)
+    assert [c.ordinal for c in choice.candidates][:3] == [0, 1, 2]
+
+
+def test_room_left_is_filled_by_reading_on_after_the_best_sentence() -> None:
+    cands = _cands([(PROSE, "Some models reuse a layer at both ends of the pipeline, such as embeddings."),
+                    (PROSE, "Pure pipeline parallelism would then forbid this kind of reuse entirely."),
+                    (PROSE, "DeepSpeed provides a TiedLayerSpec that replicates tied layers on each stage.")])
+    by_ordinal = {c.ordinal: c for c in cands}
+    choice = choose("How does the pipeline engine cope with a reused embedding layer?", np.array([1, 0, 0], np.float32),
+                    cands, np.eye(3, dtype=np.float32), neighbour=lambda c, step: by_ordinal.get(c.ordinal + step),
+                    max_sentences=1)
+    assert any("TiedLayerSpec" in c.text for c in choice.candidates)
+
+
+def test_words_of_asking_and_already_known_terms_do_not_pick_the_sentence() -> None:
+    assert question_terms("What does the fusion buffer do, and how can I change it?") == {"fusion", "buffer", "chang"}
+    assert known_terms("Besides optimizer states, what else does ZeRO partition?") == {"optim", "state"}
+    cands = _cands([(PROSE, "ZeRO partitions the optimizer states, gradients and parameters across ranks."),
+                    (PROSE, "ZeRO also reduces activation memory with contiguous pre-allocated buffers.")])
+    vecs = np.eye(2, dtype=np.float32)
+    choice = choose("Besides optimizer states, gradients and parameters, what other memory does ZeRO reduce?",
+                    np.array([0.5, 0.5], np.float32), cands, vecs, max_sentences=1)
+    assert "activation" in choice.candidates[0].text
+
+
+def test_each_ask_of_a_two_part_question_gets_its_best_sentence() -> None:
+    q = "What abstraction manages the Horovod workers on Ray, and what does it assume about the machines?"
+    assert question_parts(q) == ["What abstraction manages the Horovod workers on Ray",
+                                 "what does it assume about the machines"]
+    assert question_parts("Which parallelism should stay inside a box, and why?") == [
+        "Which parallelism should stay inside a box and why"]  # "why" alone asks nothing new
+    cands = _cands([(PROSE, "The RayExecutor abstraction manages a group of Horovod workers on Ray actors."),
+                    (PROSE, "RayExecutor offers arbitrary Horovod collective operations to its workers."),
+                    (PROSE, "There is an implicit assumption that all machines have the same number of slots.")])
+    vecs = np.eye(3, dtype=np.float32)
+    q_vec, part_vec = np.array([0.8, 0.6, 0.0], np.float32), np.array([0.0, 0.0, 1.0], np.float32)
+    plain = choose(q, q_vec, cands, vecs, max_sentences=2)
+    both = choose(q, q_vec, cands, vecs, max_sentences=2, aspects=[(question_parts(q)[1], part_vec)])
+    assert not any("assumption" in c.text for c in plain.candidates)
+    assert any("assumption" in c.text for c in both.candidates)

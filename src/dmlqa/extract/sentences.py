@@ -17,10 +17,13 @@ from dataclasses import dataclass
 from dmlqa.extract.reference_entries import reference_zone
 from dmlqa.models import BLOCK_SEPARATOR, Document
 
-#: Roles a sentence may have; only QUOTABLE ones are candidates for an answer.
-PROSE, ITEM, HEADING, FURNITURE, CODE, CAPTION, REFERENCE = (
-    "prose", "item", "heading", "furniture", "code", "caption", "reference")
-QUOTABLE = (PROSE, ITEM)
+#: Roles a sentence may have; only QUOTABLE ones are stored for an answer. A SNIPPET (a code or
+#: command line that a sentence ending in ':' announces) is quoted only with that sentence, never alone.
+PROSE, ITEM, HEADING, FURNITURE, CODE, CAPTION, REFERENCE, SNIPPET = (
+    "prose", "item", "heading", "furniture", "code", "caption", "reference", "snippet")
+QUOTABLE = (PROSE, ITEM, SNIPPET)
+#: At most this many lines, each at most this long, make an announced snippet.
+SNIPPET_LINES, SNIPPET_CHARS = 3, 120
 #: Length bounds of a quotable sentence (characters, words); the chat UI reads the same numbers.
 MIN_CHARS, MAX_CHARS, MIN_WORDS = 30, 500, 5
 
@@ -67,20 +70,66 @@ def _spans(text: str, base: int) -> Iterator[tuple[int, int]]:
         yield base + start, base + len(text)
 
 
+#: A line that stops mid-sentence: no closing punctuation, or a dangling comma, hyphen or small word.
+_OPEN_END = re.compile(r"(?:[,\-–(]|\b(?:a|an|the|of|to|in|on|for|with|by|from|and|or|that|which|is|are|be|as|"
+                       r"at|its|their|this|these|than|into|via|per|when|where|if|not|can|may|will|should)|[^.!?:;\"'”’)\]|])$",
+                       re.I)
+#: A line that cannot continue prose: a list item, a table row, code, a quote, a heading mark.
+_NOT_CONTINUATION = re.compile(r"^\s*(?:[|#>`{}<$]|[-*•▪●◦‣]\s|\d{1,2}[.)]\s|[a-z][.)]\s|(?:import|from|def|class|"
+                               r"return|for|if|while|with|print)\b)")
+
+
+def _continues(line: str, nxt: str) -> bool:
+    """Is ``nxt`` the rest of the sentence ``line`` stopped in (a hard-wrapped line of HTML text)?
+
+    Source files and some pages wrap prose at ~80 columns ("DeepSpeed provides a TiedLayerSpec that
+    is an extension of / LayerSpec."). Taken as paragraphs, each half was a "heading" or a fragment,
+    and the fact in it could never be quoted. Only prose wraps this way: a line that ends a sentence,
+    a heading followed by a capitalised line, a list item, a table row or code stays apart.
+    """
+    head, tail = line.rstrip(), nxt.strip()
+    if not head or not tail or _NOT_CONTINUATION.match(nxt) or len(head.split()) < 4:
+        return False
+    if _NOT_CONTINUATION.match(head) and not _ITEM_LINE.match(head):
+        return False  # a table row, code or a quote does not wrap into prose (a list item may)
+    if not _OPEN_END.search(head) or _CODE_TOKENS.search(head) and not tail[:1].islower():
+        return False
+    letters = sum(ch.isalpha() or ch.isspace() for ch in head)
+    if letters < 0.85 * len(head):
+        return False  # code or a formula, not wrapped prose
+    return tail[:1].islower() or re.search(r"[,\-–(]$|\b[a-z]+$", head) is not None and \
+        re.search(r"\b(?:a|an|the|of|to|in|on|for|with|by|from|and|or|that|which|is|are|be|as|at|its|their|"
+                  r"this|these|than|into|via|per)$", head, re.I) is not None
+
+
 def _paragraphs(block: str, pdf: bool) -> Iterator[tuple[int, int, bool]]:
     """(start, end, is_list_item) of a block's paragraphs.
 
     In PDF text a newline is a line wrap, so the block is one paragraph; elsewhere (HTML, markdown)
-    each line is a paragraph or a list item, which is what keeps list items apart.
+    each line is a paragraph or a list item, which is what keeps list items apart, except a line
+    that stops mid-sentence and is continued by the next (:func:`_continues`): that is one paragraph.
     """
     if pdf:
         yield 0, len(block), False
         return
     pos = 0
+    current: tuple[int, int, bool] | None = None
+    last = ""
     for line in block.split("\n"):
         if line.strip():
-            yield pos, pos + len(line), _ITEM_LINE.match(line) is not None
+            if current is not None and _continues(last, line):
+                current = (current[0], pos + len(line), current[2])
+            else:
+                if current is not None:
+                    yield current
+                current = (pos, pos + len(line), _ITEM_LINE.match(line) is not None)
+            last = line
+        elif current is not None:
+            yield current
+            current, last = None, ""
         pos += len(line) + 1
+    if current is not None:
+        yield current
 
 
 def _reference_zone(doc: Document) -> tuple[int, int] | None:
@@ -114,6 +163,31 @@ def split_document(doc: Document) -> list[Sentence]:
                     role = classify(text, ITEM if item else PROSE, title=doc.title)
                 out.append(Sentence(doc.doc_id, offset + s, offset + e, text, role, block.page, block.section))
         offset += len(block.text) + len(BLOCK_SEPARATOR)
+    return out if pdf else _announced_snippets(out)
+
+
+def _snippet_line(text: str) -> bool:
+    """A line of code or a command short enough to quote: not a table row, a fence, a lone bracket or BibTeX."""
+    return (len(text) <= SNIPPET_CHARS and sum(ch.isalpha() for ch in text) >= 3
+            and not re.match(r"^(?:\||```|@\w+\{|#\s)", text))
+
+
+def _announced_snippets(sentences: list[Sentence]) -> list[Sentence]:
+    """The code lines right after a sentence ending in ':' become SNIPPETs (up to SNIPPET_LINES).
+
+    "TensorFlow can grow its memory gradually by (if desired):" says nothing without the
+    ``config.gpu_options.allow_growth = True`` after it; as code, that line was never quotable, so
+    the answer stopped at the colon. Only announced lines qualify: code elsewhere stays unquoted.
+    """
+    out = list(sentences)
+    for i, s in enumerate(sentences):
+        if s.role not in (PROSE, ITEM) or not s.text.endswith(":"):
+            continue
+        for j in range(i + 1, min(i + 1 + SNIPPET_LINES, len(out))):
+            nxt = out[j]
+            if nxt.role not in (CODE, HEADING) or nxt.page != s.page or not _snippet_line(nxt.text):
+                break
+            out[j] = Sentence(nxt.doc_id, nxt.start, nxt.end, nxt.text, SNIPPET, nxt.page, nxt.section)
     return out
 
 
@@ -130,6 +204,11 @@ _REFERENCE = re.compile(r"^\[\d+\]\s+[A-Z]|(?:In\s+)?Proceedings of|arXiv prepri
                         r"\b(?:19|20)\d\d[a-z]?\.\s+URL\b|\bpp\.\s*\d+|\bvol\.\s*\d+|\bdoi:\s*10\.", re.IGNORECASE)
 _CODE_TOKENS = re.compile(r"[{};=]|\(\)|\b(?:def|return|import|self|lambda|elif|torch|np|npx|print)\b|"
                           r"\w+\.\w+\(|\w+_\w+\(|^\s*\d+\s+\w+\(|==|->|\+=|//")
+#: Three or more "Name Surname," at the start of a line: the authors of a publication list entry.
+_AUTHOR_LIST = re.compile(r"^(?:[-*•▪●◦‣]\s*)?(?:(?:[A-Z][\w'’.\-]*\s+){1,3}[A-Z][\w'’\-]+,\s*(?:and\s+)?){3,}")
+#: What a cited work carries: a year in parentheses or after a full stop, an arXiv or DOI identifier.
+_CITED_WORK = re.compile(r"\((?:19|20)\d\d[a-z]?\)|\.\s+(?:19|20)\d\d\.|arXiv:\s?\d{4}\.\d{4,5}|\bdoi\b|"
+                         r"\b10\.\d{4,}/", re.I)
 _HEADING_LEAD = re.compile(r"^(?:\d+(?:\.\d+)*\.?|[A-Z]\.\d*|[IVX]+\.)\s+[A-Z][A-Z \-&]{3,}\b(?=\s+[A-Z][a-z])")
 
 
@@ -143,7 +222,11 @@ def classify(text: str, role: str = PROSE, *, title: str = "") -> str:
         return CAPTION
     if _FURNITURE.search(text) and n < 400:
         return FURNITURE
+    if text.rstrip("\"'”’)* ").endswith("?"):
+        return HEADING  # a question (an FAQ entry, an exercise, a rhetorical one) asks; it states nothing
     refs = len(_REFERENCE.findall(text))
+    if _AUTHOR_LIST.match(text) and _CITED_WORK.search(text):
+        return REFERENCE  # a publication list entry on a web page: "- A. Smith, B. Lee, C. Wu. (2022) Title"
     if refs >= 2 or (refs and re.match(r"^\[?\d+\]?\s", text) and "et al" in text) or text.count("et al.") >= 3:
         return REFERENCE
     code_hits = len(_CODE_TOKENS.findall(text))
@@ -190,7 +273,9 @@ def for_answer(text: str) -> str:
 _ANAPHOR = re.compile(r"^(?:This|These|That|Those|It|Its|They|Their|Such|Here|Thus|Hence|Therefore|"
                       r"However|Moreover|Furthermore|In addition|Additionally|Also|Then|As a result|"
                       r"In this case|To do so|For this|With this|Instead|Similarly|Likewise|Otherwise|"
-                      r"In contrast|On the other hand|As such|Both|Each of these)\b")
+                      r"In contrast|On the other hand|As such|Both|Each of these|Though|Still|Yet|"
+                      r"Nevertheless|Nonetheless|Even so|In other words|Namely|For example|For instance|"
+                      r"Because of this|That is)\b")
 
 
 def leans_back(text: str) -> bool:

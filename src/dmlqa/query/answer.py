@@ -174,7 +174,7 @@ def extractive_answer(
     built before that split the passages and embed their sentences here. ``previous`` is the
     question a follow-up leans on: its terms still retrieve, but the answer is about what is new.
     """
-    from dmlqa.query.extractive import choose, compose, passage_candidates, stored_candidates
+    from dmlqa.query.extractive import choose, compose, passage_candidates, question_parts, stored_candidates
 
     version = searcher.version
     qvec = searcher.embed_query(question, version)  # memory-cached by the search; never stored
@@ -199,8 +199,15 @@ def extractive_answer(
         # covered only what is new in it, and never quote again what the last answer quoted.
         exclude = set(tokenize(previous)) - set(tokenize(question))
         qvec = searcher.embed_query(f"{previous} {question}", version)
+    # A question asking two things gets the best sentence for each. An ask alone ("how was that
+    # fixed") has lost its topic, so its vector is the mean of its own and the whole question's.
+    aspects = []
+    for part in question_parts(question)[1:]:
+        pvec = qvec + searcher.embed_query(part, version)
+        aspects.append((part, pvec / (np.linalg.norm(pvec) or 1.0)))
     choice = choose(f"{previous} {question}" if previous else question, qvec, cands, vectors,
-                    neighbour=neighbour, exclude_terms=exclude, avoid=avoid, max_sentences=options.max_sentences)
+                    neighbour=neighbour, exclude_terms=exclude, avoid=avoid, max_sentences=options.max_sentences,
+                    aspects=aspects)
     absent = missing_terms(searcher, question)
     if not choice.candidates or choice.best_similarity < MIN_EVIDENCE or absent:
         why = f" (no document mentions {', '.join(absent)})" if absent else ""

@@ -27,7 +27,15 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from dmlqa.extract.sentences import ITEM, PROSE, for_answer, leans_back, leans_forward, split_document
+from dmlqa.extract.sentences import (
+    ITEM,
+    PROSE,
+    SNIPPET,
+    for_answer,
+    leans_back,
+    leans_forward,
+    split_document,
+)
 from dmlqa.index.lexical import tokenize
 from dmlqa.models import Citation, Hit
 
@@ -44,6 +52,10 @@ FOLLOW_ALWAYS = True
 #: The best sentence's successor may take the answer up to this many words (past MAX_WORDS).
 FOLLOW_MAX_WORDS = 120
 W_SIM, W_TERMS, W_KIND, W_PRIOR = 1.0, 0.8, 0.3, 0.3
+#: How far back a chain of sentences leaning on their predecessors is followed.
+LEAN_BACK_STEPS = 2
+#: Fill the room left under MAX_WORDS with the sentences after the best one.
+READ_ON = True
 #: Score taken off a sentence the previous answer already quoted (follow-ups).
 AVOIDED = 1.0
 
@@ -108,6 +120,38 @@ def answer_kinds(question: str) -> tuple[re.Pattern[str], ...]:
     return tuple(kinds)
 
 
+#: Where a question asks a second thing: "..., and what does it assume ...", "...? And how ...".
+_SECOND_ASK = re.compile(r"(?:,\s*|\?\s*|\s+)(?:and|but|or|also)\s+(?=(?:what|how|which|why|who|where|when|whether|"
+                         r"is|are|does|do|did|can|could|was|were|should|must|will)\b)", re.I)
+
+
+#: "Besides optimizer states and gradients, what other ...": what the asker already knows.
+_BESIDES = re.compile(r"\b(?:besides|apart from|aside from|other than|except(?: for)?|in addition to)\s+([^?;]+?)"
+                      r"(?=,\s*(?:what|which|how|who|where|when|why|is|are|does|do|can)\b|[?;]|$)", re.I)
+
+
+def known_terms(question: str) -> set[str]:
+    """Terms the question names as already known ("Besides X, what other ..."): a sentence saying
+    them again is no answer, so they do not count for a sentence (they still retrieve)."""
+    return {t for m in _BESIDES.finditer(question) for t in tokenize(m.group(1))}
+
+
+def question_parts(question: str) -> list[str]:
+    """The asks of a question with more than one ("Which class launches it, and what model do the
+    examples fine-tune?" → two); a question with one ask is one part.
+
+    A part with no term of its own ("..., and why?") is no separate ask: it stays with the one before.
+    """
+    pieces = [p.strip(" ,;?") for p in _SECOND_ASK.split(question)]
+    parts: list[str] = []
+    for p in pieces:
+        if parts and not question_terms_strict(p):
+            parts[-1] = f"{parts[-1]} and {p}"
+        elif p:
+            parts.append(p)
+    return parts or [question]
+
+
 # -- candidates -----------------------------------------------------------------------------------------
 
 
@@ -119,7 +163,7 @@ def stored_candidates(version, hits: Sequence[Hit]) -> list[Candidate]:  # noqa:
         if h.is_card:
             continue
         for s in version.sentences_in(h.doc_id, h.start, h.end):
-            if (s.doc_id, s.ordinal) in seen:
+            if (s.doc_id, s.ordinal) in seen or s.role == SNIPPET:  # quoted only with its announcer
                 continue
             seen.add((s.doc_id, s.ordinal))
             out.append(Candidate(i, s.doc_id, s.ordinal, s.text, s.role, s.page, s.row))
@@ -137,11 +181,32 @@ def passage_candidates(hits: Sequence[Hit]) -> list[Candidate]:
         doc = Document(doc_id=h.doc_id, url=h.url, title=h.title, blocks=(Block(h.text, h.page, h.section),),
                        content_type="text")
         out += [Candidate(i, h.doc_id, h.start + o, s.text, s.role, h.page)
-                for o, s in enumerate(split_document(doc)) if s.quotable]
+                for o, s in enumerate(split_document(doc)) if s.quotable and s.role != SNIPPET]
     return out
 
 
 # -- scoring and choosing ----------------------------------------------------------------------------------
+
+
+#: Words of *asking*, not of the asked-about thing: interrogatives, auxiliaries, pronouns and chat
+#: fillers. The index's stop list is short (BM25 wants "how"/"can" for phrase-like matches), so they
+#: survive tokenising; among candidate sentences they are rare, so their rarity weight was the highest
+#: of all, and a sentence that happened to say "what" or "you" outranked the one stating the fact.
+_ASKING_WORDS = frozenset(tokenize(
+    "what which who whom whose when where why how whether does do did doing done can could would should "
+    "shall may might must i me my mine we us our you your yours he him his she her its it's them "
+    "is am are was were been being has have had having so than very just actually really exactly "
+    "please tell explain say says said know mean means anyone someone something anything way ways"))
+
+
+def question_terms_strict(question: str) -> set[str]:
+    """The terms of a question that name what it is about; empty when it has only words of asking."""
+    return set(tokenize(question)) - _ASKING_WORDS
+
+
+def question_terms(question: str) -> set[str]:
+    """The terms of a question that name what it is about (all its terms when none is left)."""
+    return question_terms_strict(question) or set(tokenize(question))
 
 
 def _term_weights(question_terms: set[str], texts: Sequence[set[str]]) -> dict[str, float]:
@@ -168,6 +233,7 @@ def choose(
     avoid: set[str] = frozenset(),
     max_sentences: int = 5,
     redundancy: float = 0.85,
+    aspects: Sequence[tuple[str, np.ndarray]] = (),
 ) -> Choice:
     """Pick the sentences of the answer. ``vectors[i]`` is the vector of ``cands[i]``.
 
@@ -175,12 +241,14 @@ def choose(
     anaphora and announced lists. ``exclude_terms`` are terms a follow-up question shares with the
     previous one: they still retrieve, but the answer must be about what is new. ``avoid`` are
     sentences the previous answer quoted: ranked last, so they are said again only when nothing
-    else answers.
+    else answers. ``aspects`` are the further asks of a question with several (:func:`question_parts`)
+    with their vectors: the sentence that best answers each comes right after the best sentence
+    overall, since the whole question's ranking favours whichever ask has more words.
     """
     if not cands:
         return Choice([], 0.0, 0.0)
-    terms = set(tokenize(question))
-    focus = terms - set(exclude_terms) or terms
+    terms = question_terms(question)
+    focus = terms - set(exclude_terms) - known_terms(question) or terms
     cand_terms = [set(tokenize(c.text)) for c in cands]
     weights = _term_weights(focus, cand_terms)
     total = sum(weights.values()) or 1.0
@@ -195,6 +263,23 @@ def choose(
         scores = scores - np.array([AVOIDED if c.text in avoid else 0.0 for c in cands], np.float32)
     order = [int(i) for i in np.argsort(-scores)]
     best = order[0]
+    required: set[int] = set()  # the best sentence of each further ask: kept however it scores overall
+    for part, pvec in aspects:
+        part_terms = question_terms_strict(part) - set(exclude_terms)
+        if not part_terms or not len(vectors):
+            continue
+        pw = _term_weights(part_terms, cand_terms)
+        ptotal = sum(pw.values()) or 1.0
+        pover = np.array([sum(w for t, w in pw.items() if t in ct) / ptotal for ct in cand_terms], np.float32)
+        pscores = W_SIM * (vectors @ pvec) + W_TERMS * pover + W_PRIOR * prior
+        if avoid:
+            pscores = pscores - np.array([AVOIDED if c.text in avoid else 0.0 for c in cands], np.float32)
+        top = int(np.argmax(pscores))
+        if top in order[:1]:
+            continue
+        order.remove(top)
+        order.insert(1, top)
+        required.add(top)
 
     chosen: list[int] = []
     covered: set[str] = set()
@@ -204,7 +289,7 @@ def choose(
             break
         n_words = len(cands[idx].text.split())
         if chosen:
-            if scores[idx] < scores[best] - MARGIN:
+            if scores[idx] < scores[best] - MARGIN and idx not in required:
                 break
             if float(np.max(vectors[chosen] @ vectors[idx])) > redundancy:
                 continue
@@ -219,13 +304,14 @@ def choose(
     picked = [cands[i] for i in chosen]
 
     def items_after(c: Candidate) -> list[Candidate]:
-        """The list items a sentence announces (a non-quotable line between two items is skipped)."""
+        """The list items or code lines a sentence announces (a non-quotable line between two items is
+        skipped)."""
         got: list[Candidate] = []
         for step in range(1, 7):
             nxt = neighbour(c, step)
             if nxt is None and got:
                 continue
-            if nxt is None or nxt.role != ITEM or nxt in picked:
+            if nxt is None or nxt.role not in (ITEM, SNIPPET) or nxt in picked:
                 break
             got.append(nxt)
         return got
@@ -233,13 +319,20 @@ def choose(
     out: list[Candidate] = []
     for rank, c in enumerate(picked):
         block = [c]
-        if leans_back(c.text):
-            prev = neighbour(c, -1)
-            if prev is not None and prev not in picked:
-                block.insert(0, prev)
-        if leans_forward(c.text):
-            block += items_after(c)
-        elif rank == 0 and FOLLOW and words < FOLLOW_MAX_WORDS:
+        head = c
+        for _ in range(LEAN_BACK_STEPS):  # "That is to say, ..." after "Though ..." after the fact
+            if not leans_back(head.text):
+                break
+            prev = neighbour(head, -1)
+            if prev is None or prev in picked or prev.role == SNIPPET:
+                break
+            block.insert(0, prev)
+            head = prev
+        listed = items_after(c) if leans_forward(c.text) else []
+        block += listed
+        if not listed and (rank == 0 or leans_forward(c.text)) and FOLLOW and words < FOLLOW_MAX_WORDS:
+            # A sentence announcing what follows ("... on 8 GPUs:") says nothing without it, whatever
+            # its rank; when no list follows, the next sentence is what it announced.
             # The best sentence often opens what the next one states ("MXNet is more than ...").
             nxt = neighbour(c, 1)
             if (nxt is not None and nxt not in picked and nxt.role in (PROSE, ITEM)
@@ -252,6 +345,20 @@ def choose(
         for b in block:
             if b not in out:
                 out.append(b)
+    if out and READ_ON:
+        # Room left: read on after the best sentence's block. A passage often sets the problem out
+        # first and states the answer next ("... would prohibit pipeline parallelism. DeepSpeed
+        # provides a TiedLayerSpec ..."); any sentence the ranking chose instead is no better bet.
+        total = sum(len(c.text.split()) for c in out)
+        last = max((c for c in out if c.doc_id == out[0].doc_id), key=lambda c: c.ordinal)
+        while True:
+            nxt = neighbour(last, 1)
+            if (nxt is None or nxt in out or nxt.role not in (PROSE, ITEM)
+                    or total + len(nxt.text.split()) > MAX_WORDS):
+                break
+            out.append(nxt)
+            total += len(nxt.text.split())
+            last = nxt
     return Choice(out, float(np.max(sims)) if len(sims) else 0.0, float(overlap[best]))
 
 
@@ -301,8 +408,8 @@ def compose(chosen: Sequence[Candidate], hits: Sequence[Hit], *, question: str =
         if key not in numbers:
             numbers[key] = len(numbers) + 1
         quotes.setdefault(key, []).append(c.text)
-        text = for_answer(c.text)
-        if c.role == ITEM:
+        text = for_answer(c.text) if c.role != SNIPPET else f"`{c.text}`"  # code is quoted as written
+        if c.role in (ITEM, SNIPPET):
             items.append(f"- {text.lstrip('-*•▪●◦‣ ').strip()} [{numbers[key]}]")
             continue
         if items:
