@@ -187,3 +187,24 @@ def test_hard_limit_cuts_what_the_splitter_underestimated(counter: TokenCounter)
     for c in chunks:
         covered.update(range(c.start, c.end))
     assert all(i in covered for i, ch in enumerate(doc.text) if not ch.isspace())
+
+
+def test_a_papers_reference_list_is_left_out_of_passages_unless_asked_for(counter: TokenCounter) -> None:
+    """Dev recall measured as good or better without reference-list passages (index.reference_chunks)."""
+    body = _paragraphs(3)
+    refs = "\n".join(
+        f"[{i}] Author {i}, Other Person. A title about pipeline parallelism number {i}. In OSDI, {2000 + i}."
+        for i in range(1, 40))
+    appendix = "A Proofs of the Theorems\n" + _paragraphs(2)
+    doc = Document("paper", "https://example.org/p.pdf", "P", (
+        Block(body, page=1), Block("References\n" + refs, page=9), Block(appendix, page=11)), content_type="pdf")
+    kept = Chunker(counter).chunk(doc)
+    every = Chunker(counter, reference_chunks=True).chunk(doc)
+    assert any("Author 7" in c.text for c in every)
+    assert not any("Author" in c.text for c in kept)
+    assert {c.page for c in kept} == {1, 11}  # the body and the appendix after the list stay
+    assert [c.chunk_id for c in kept] == [f"paper#{i}" for i in range(len(kept))]  # numbered without gaps
+    for c in kept:  # offsets still index the document's text
+        assert doc.text[c.start:c.end] == c.text
+    html = Document("page", "https://example.org/", "P", doc.blocks, content_type="html")
+    assert len(Chunker(counter).chunk(html)) == len(every)  # only papers have a reference list cut out

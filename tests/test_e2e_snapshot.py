@@ -186,6 +186,11 @@ def test_status(built: tuple[Path, dict, dict]) -> None:
     assert (st["resources"], st["documents"], st["cards"], st["chunks"]) == (
         238, second["documents"], second["cards"], second["chunks"])
     assert st["failed"] == second["failed"]
+    g = st["graph"]  # the citation graph's counts, as the build reported them
+    assert (g["references"], g["resolved"], g["skipped"]) == (
+        second["references"], second["references_resolved"], second["references_skipped"])
+    assert sum(g["by"].values()) == g["resolved"] and g["papers"] >= 20
+    assert f"{g['papers']} papers" in dmlqa("--home", str(home), "status")
 
 
 # -- the citation graph (issue 12) -------------------------------------------------------------------------

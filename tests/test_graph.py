@@ -58,6 +58,7 @@ ZERO = "ZeRO: Memory Optimizations Toward Training Trillion Parameter Models"
 DISTBELIEF = "DistBelief: Large Scale Distributed Deep Networks"
 ADAM = "Adam: A Method for Stochastic Optimization"
 ATTENTION = "Attention Is All You Need"
+COLOSSAL = "Colossal-AI: A Unified Deep Learning System For Large-Scale Parallel Training"
 
 
 # -- resolution ----------------------------------------------------------------------------------------
@@ -78,6 +79,10 @@ def resolver() -> Resolver:
         doc("arxiv:1909.08053", MEGATRON, url="https://arxiv.org/abs/1909.08053", year=2019),
         doc("github:dmlc/mxnet", "MXNet", url="https://github.com/dmlc/mxnet", kind="repo"),
         doc("web:aclanthology.org/seqpar", "Long Sequence Training from System Perspective", year=2023, card=True),
+        # a repository whose page carries its paper's title, listed before the paper (a card here)
+        doc("github:hpcaitech/colossalai", COLOSSAL, url="https://github.com/hpcaitech/colossalai", kind="repo"),
+        doc("arxiv:2110.14883", COLOSSAL, url="https://arxiv.org/abs/2110.14883", year=2021, card=True),
+        doc("web:cs.cmu.edu/ps", "Scaling Distributed Machine Learning with the Parameter Server", year=2014),
     ])
 
 
@@ -90,8 +95,16 @@ def resolver() -> Resolver:
     (ref(1, "GPipe: efficient training of giant neural networks using pipeline parallelism."),
      "arxiv:1811.06965", "title"),
     (ref(1, "Large scale distributed deep networks", year=2012), "web:research.google/distbelief", "title"),
+    # a word broken at a line end: the same letters without spaces
     (ref(1, "Mega- tron-LM: Training multi-billion parameter language models using model paral- lelism"),
+     "arxiv:1909.08053", "title"),
+    (ref(1, "Megatron-LM: Training multi-billion parameter language model using model parallelism"),
      "arxiv:1909.08053", "fuzzy"),
+    # PDF text that lost its spaces (PipeDream's reference list)
+    (ref(1, "Scaling distributedmachinelearningwiththeparameterserver", year=2014), "web:cs.cmu.edu/ps", "title"),
+    # the paper, not the repository that shares its title
+    (ref(1, "Colossal-ai: A unified deep learning system for large-scale parallel training"), "arxiv:2110.14883",
+     "title"),
     (ref(1, "ZeRO: Memory optimization towards training trillion parameter models", year=2020),
      "web:proceedings.mlr.press/zero", "fuzzy"),
     (ref(1, "Sequence parallelism: Long sequence training from system perspective"), "web:aclanthology.org/seqpar",
@@ -402,3 +415,55 @@ def test_cli_suggest_add_puts_fetchable_works_in_the_catalog(tmp_path: Path, hom
     cli("--home", str(copy), "suggest", "--add")
     again = [json.loads(x) for x in (copy / "corpus" / "catalog.jsonl").read_text().splitlines()]
     assert len(again) == len(catalog)
+
+
+# -- open copies named by citing papers (issue 12 item 6) ---------------------------------------------------
+
+
+def test_arxiv_ids_that_references_give_a_work_become_the_next_fetchs_hints(
+    tmp_path: Path, encoder, monkeypatch: pytest.MonkeyPatch  # noqa: ANN001
+) -> None:
+    import asyncio
+    from types import SimpleNamespace
+
+    import dmlqa.acquire
+    from dmlqa.errors import FetchError
+    from dmlqa.models import CitationLink, Resource
+    from dmlqa.pipeline.graph import arxiv_hints
+    from dmlqa.pipeline.stages import fetch_async
+
+    assert arxiv_hints(tmp_path / "index") == {}  # no index yet: no hints, no error
+    distbelief = "web:research.google/distbelief"
+    links = [
+        # resolved by its title to a card; the citing paper also gives an arXiv id: an open copy to try
+        (CitationLink("arxiv:1909.08053", ref(1, "Large scale distributed deep networks", arxiv="1112.6209v2"),
+                      distbelief, how="title"), f"doc:{distbelief}"),
+        (CitationLink("arxiv:1910.02054", ref(2, DISTBELIEF, arxiv="arXiv:1112.6209"), distbelief, how="fuzzy"),
+         f"doc:{distbelief}"),
+        # resolved by the id itself, by a system's name, or not at all: nothing to learn
+        (CitationLink("arxiv:1909.08053", ref(3, GPIPE, arxiv="1811.06965"), "arxiv:1811.06965", how="arxiv"),
+         "doc:arxiv:1811.06965"),
+        (CitationLink("arxiv:1909.08053", ref(4, "Mxnet: a flexible library", arxiv="1512.01274"),
+                      "web:example.org/blog", how="name"), "doc:web:example.org/blog"),
+        (CitationLink("arxiv:1909.08053", ref(5, ATTENTION, arxiv="1706.03762")), "arxiv:1706.03762"),
+    ]
+    write_home(tmp_path, encoder, SimpleNamespace(rows=lambda: links))
+    assert arxiv_hints(tmp_path / "index") == {distbelief: ("1112.6209",)}
+
+    asked: dict[str, tuple[str, ...]] = {}
+
+    async def spy(fetcher, url, **kwargs):  # noqa: ANN001, ANN202 - records what the fetch stage passes
+        asked[url] = tuple(kwargs.get("known_arxiv_ids", ()))
+        raise FetchError(url, "HTTP 403 Forbidden")
+
+    monkeypatch.setattr(dmlqa.acquire, "fetch_resource", spy)
+    card = Resource(id=distbelief, url="https://research.google/pubs/distbelief/", title=DISTBELIEF, kind="paper",
+                    aliases=("https://research.google/pubs/distbelief/",))
+    other = Resource(id="web:example.org/x", url="https://example.org/x", title="X", aliases=("https://example.org/x",))
+    settings = load_settings(tmp_path)
+    batch = asyncio.run(fetch_async([card, other], settings.with_overrides(open_access=True), offline=True))
+    assert asked == {card.url: ("1112.6209",), other.url: ()}
+    assert all(item.error is not None for item in batch.items)
+    asked.clear()
+    asyncio.run(fetch_async([card], settings.with_overrides(open_access=False), offline=True))
+    assert asked == {card.url: ()}  # --no-open-access: no open copies looked for

@@ -384,6 +384,11 @@ def status(st: dict[str, Any], home: Path) -> None:
     for key in ("index_version", "built_at", "model", "encoder", "index_type", "resources", "documents",
                 "cards", "chunks"):
         t.add_row(key, str(st.get(key)))
+    g = st.get("graph")
+    t.add_row("citation graph", "not built (run `dmlqa build`)" if g is None else
+              f"{g['papers']} papers, {g['references']} references, {g['resolved']} to documents here "
+              f"({', '.join(f'{k} {v}' for k, v in sorted(g.get('by', {}).items(), key=lambda kv: -kv[1]))}), "
+              f"{g['skipped']} skipped")
     t.add_row("failed", str(len(st["failed"])))
     out.print(t)
     if st["failed"]:

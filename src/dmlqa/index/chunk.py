@@ -32,6 +32,7 @@ from pathlib import Path
 
 from tokenizers import Encoding, Tokenizer
 
+from dmlqa.extract.reference_entries import reference_zone
 from dmlqa.models import BLOCK_SEPARATOR, Chunk, Document
 
 log = logging.getLogger(__name__)
@@ -135,11 +136,14 @@ class Chunker:
         chunk_tokens: int = 200,
         overlap: int = 32,
         min_tokens: int = 20,
+        reference_chunks: bool = False,
     ) -> None:
         """``chunk_tokens`` is the target size including the overlap, ``overlap`` the tokens a
         chunk repeats from the one before it in the same block, ``min_tokens`` the size below
         which a block's last piece is folded into the chunk before it. ``chunk_tokens`` is capped
-        at the model window (``counter.max_tokens``), which is also a hard limit on every chunk."""
+        at the model window (``counter.max_tokens``), which is also a hard limit on every chunk.
+        ``reference_chunks`` False leaves a paper's reference list (:func:`reference_zone`) out of
+        the passages; its entries are still parsed into the citation graph from the stored text."""
         if chunk_tokens <= 0:
             raise ValueError("chunk_tokens must be positive")
         if chunk_tokens > counter.max_tokens:
@@ -156,6 +160,7 @@ class Chunker:
         self.chunk_tokens = chunk_tokens
         self.overlap = overlap
         self.min_tokens = min_tokens
+        self.reference_chunks = reference_chunks
         self.max_tokens = counter.max_tokens
         # Imported here: langchain costs ~0.2 s, which every importer of dmlqa.index would pay otherwise.
         from langchain_text_splitters import RecursiveCharacterTextSplitter
@@ -178,8 +183,12 @@ class Chunker:
         """All chunks of ``doc`` in reading order, numbered ``f"{doc_id}#{ordinal}"`` from 0."""
         chunks: list[Chunk] = []
         offset = 0
+        refs = None if self.reference_chunks or doc.content_type != "pdf" else reference_zone(doc.text)
         for block in doc.blocks:
             for span in self.split(block.text):
+                start, end = offset + span.start, offset + span.end
+                if refs is not None and min(end, refs[1]) - max(start, refs[0]) > (end - start) / 2:
+                    continue  # mostly reference entries
                 chunks.append(
                     Chunk(
                         chunk_id=f"{doc.doc_id}#{len(chunks)}",

@@ -34,8 +34,9 @@ import numpy as np
 from dmlqa.errors import DiskFullError, IndexDamagedError, IndexMissingError, NothingToBuildError, is_disk_full
 from dmlqa.extract.sentences import Sentence
 from dmlqa.index.ann import choose_index_type
+from dmlqa.index.citation_table import CitationRecord, has_citations, read_citations, write_citations
 from dmlqa.index.lexical import LexicalIndex
-from dmlqa.models import Chunk, CitationLink, Document, Reference
+from dmlqa.models import Chunk, CitationLink, Document
 from dmlqa.paths import CURRENT, VERSIONS
 
 log = logging.getLogger(__name__)
@@ -259,14 +260,7 @@ def _write_sentences(tmp: Path, sentences: Sequence[tuple[int, Sentence]], vecto
 
 
 def _write_citations(tmp: Path, citations: Sequence[tuple[CitationLink, str]]) -> None:
-    db = sqlite3.connect(str(tmp / "store.sqlite"))
-    db.executemany(
-        "INSERT INTO citations VALUES (?,?,?,?,?,?,?,?)",
-        [(i, c.citing, c.reference.ordinal, json.dumps(c.reference.to_json(), ensure_ascii=False), c.cited,
-          c.context, c.how, work) for i, (c, work) in enumerate(citations)],
-    )
-    db.commit()
-    db.close()
+    write_citations(tmp, citations)
     meta_path = tmp / "meta.json"
     meta = json.loads(meta_path.read_text(encoding="utf-8"))
     meta["citations"] = len(citations)
@@ -537,37 +531,14 @@ class IndexVersion:
     @property
     def has_citations(self) -> bool:
         """Versions built before the citation graph have no ``citations`` table: they read as citing nothing."""
-        found = self._db.execute("SELECT 1 FROM sqlite_master WHERE type='table' AND name='citations'").fetchone()
-        return found is not None
+        return has_citations(self._db)
 
     def citations(self, *, citing: str | None = None, cited: str | None = None) -> list[CitationRecord]:
         """The stored citation links (all, or those of one citing or one cited document), in list order."""
-        if not self.has_citations:
-            return []
-        where, args = [], []
-        for column, value in (("citing", citing), ("cited", cited)):
-            if value is not None:
-                where.append(f"{column}=?")
-                args.append(value)
-        sql = "SELECT citing, ordinal, reference, cited, context, how, work FROM citations"
-        sql += (" WHERE " + " AND ".join(where) if where else "") + " ORDER BY row"
-        try:
-            rows = self._db.execute(sql, args).fetchall()
-        except sqlite3.DatabaseError as exc:
-            raise IndexDamagedError(self.name, f"store.sqlite cannot be read ({_short(exc)})") from None
-        return [CitationRecord(CitationLink(r[0], Reference.from_json(json.loads(r[2])), r[3], r[4] or "", r[5] or ""),
-                               r[6] or "") for r in rows]
+        return read_citations(self._db, self.name, citing=citing, cited=cited)
 
     def close(self) -> None:
         self._db.close()
-
-
-@dataclass(frozen=True)
-class CitationRecord:
-    """A stored citation link and the work it names (``doc:<doc id>``, or the group key of an outside work)."""
-
-    link: CitationLink
-    work: str
 
 
 @dataclass(frozen=True)

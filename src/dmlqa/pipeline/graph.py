@@ -38,6 +38,7 @@ from __future__ import annotations
 
 import logging
 import re
+import unicodedata
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
 from difflib import SequenceMatcher
@@ -49,6 +50,8 @@ from dmlqa.models import CitationLink, Document, Reference
 from dmlqa.pipeline.works import title_key
 
 if TYPE_CHECKING:
+    from pathlib import Path
+
     from dmlqa.extract.references import ParsedReferences
 
 log = logging.getLogger(__name__)
@@ -61,6 +64,8 @@ log = logging.getLogger(__name__)
 TITLE_RATIO = 0.90
 #: A fuzzy match also needs the years (when both are known) within this many years of each other.
 FUZZY_YEARS = 2
+#: A title matched with its spaces taken out must be this long (short ones collide: "Ray", "Petals").
+COMPACT_MIN = 24
 #: Subtitles ("Name: subtitle") are keys on their own only when at least this many words long.
 SUBTITLE_WORDS = 4
 #: System names shorter than this ("Exo", "Ray") never resolve by name alone.
@@ -124,6 +129,12 @@ def _system_name(title: str) -> str | None:
     return words if len(words) >= MIN_NAME_CHARS and len(words.split()) <= 3 else None
 
 
+def _compact(title: str) -> str:
+    """A title's letters and digits only, lower case (what survives a PDF that dropped the spaces)."""
+    t = unicodedata.normalize("NFKD", title).encode("ascii", "ignore").decode("ascii").lower()
+    return "".join(re.findall(r"[a-z0-9]+", t))
+
+
 def _subtitle(title: str) -> str | None:
     """The part of "Name: subtitle" after the name, as a title key, when long enough to name a work alone."""
     if ":" not in title:
@@ -135,8 +146,9 @@ def _subtitle(title: str) -> str | None:
 class Resolver:
     """Resolves references to the documents it was made from (arXiv id, DOI, URL, title, fuzzy title, name).
 
-    Where two documents claim one key, the first by rank keeps it: full text before a card, a paper
-    before other kinds, then input order.
+    Where two documents claim one key, the first by rank keeps it: a paper before other kinds (a
+    reference names the paper, not the project page that shares its title), full text before a card,
+    then input order.
     """
 
     def __init__(self, documents: Sequence[Document]) -> None:
@@ -145,7 +157,7 @@ class Resolver:
         self.url: dict[str, str] = {}
         self.title: dict[str, str] = {}
         self.year: dict[str, int | None] = {}
-        ranked = sorted(enumerate(documents), key=lambda p: (p[1].is_card, p[1].kind != "paper", p[0]))
+        ranked = sorted(enumerate(documents), key=lambda p: (p[1].kind != "paper", p[1].is_card, p[0]))
         for _, d in ranked:
             self.year[d.doc_id] = d.year
             kind, _, rest = d.doc_id.partition(":")
@@ -177,6 +189,8 @@ class Resolver:
                     names.setdefault(name, set()).add(d.doc_id)
         #: system name → the one repository that has it (a name two repositories share names neither)
         self.names = {n: next(iter(ids)) for n, ids in names.items() if len(ids) == 1}
+        #: title keys without spaces: PDF text often loses them ("Scaling distributedmachinelearning...")
+        self.compact = {_compact(k): d for k, d in reversed(self.title.items()) if len(_compact(k)) >= COMPACT_MIN}
         self._tokens: dict[str, set[str]] = {}  # word → title keys holding it (candidates of a fuzzy match)
         for key in self.title:
             for w in set(key.split()):
@@ -200,13 +214,18 @@ class Resolver:
             return self.url[canon], "url"
         key = title_key(ref.title) if ref.title else None
         name = _system_name(ref.title) if ref.title else None
+        compact = _compact(ref.title) if ref.title else ""
         if key is None:
+            if compact in self.compact:  # two "words" left of a title that lost its spaces
+                return self.compact[compact], "title"
             return (self.names[name], "name") if name in self.names else (None, "")
         if key in self.title:
             return self.title[key], "title"
         sub = _subtitle(ref.title)  # "Sequence Parallelism: Long Sequence ..." listed without its name
         if sub and sub in self.title:
             return self.title[sub], "title"
+        if compact in self.compact:
+            return self.compact[compact], "title"
         found = self.fuzzy(key, ref.year)
         if found:
             return found, "fuzzy"
@@ -335,3 +354,29 @@ def citation_graph(
                   for link, keys in zip(links, idents, strict=True))
     return GraphResult(links=tuple(links), works=works, papers=papers, references=total, resolved=resolved,
                        skipped=skipped, self_citations=selfs, by_how=by_how)
+
+
+# -- open copies named by citing papers ------------------------------------------------------------------
+
+
+def arxiv_hints(index_dir: Path) -> dict[str, tuple[str, ...]]:
+    """arXiv ids that citing papers' references give a knowledge-base work found by another route.
+
+    A reference "Blink: Fast and Generic Collectives ... arXiv:1910.04940" that resolved by its title to
+    the MLSys page tells where an open copy of that (maybe paywalled) paper is. Keyed by document id,
+    which is the catalog id of the entry the work is kept under, so the next build's fetcher
+    (:func:`dmlqa.acquire.fetch_resource`, ``known_arxiv_ids``) tries the copy when the publisher fails.
+    Read from the published version: the fetch stage runs before this build's graph exists.
+    Name matches (a system's repository) and links that resolved by the id itself give none.
+    """
+    from dmlqa.index.citation_table import published_citations
+    from dmlqa.index.versions import current_version
+
+    records = published_citations(index_dir, current_version(index_dir))
+    by_doc: dict[str, dict[str, None]] = {}
+    for rec in records:
+        link = rec.link
+        aid = normal_arxiv(link.reference.arxiv_id)
+        if link.cited and aid and link.how not in ("arxiv", "name") and link.cited != f"arxiv:{aid}":
+            by_doc.setdefault(link.cited, {})[aid] = None
+    return {doc_id: tuple(ids) for doc_id, ids in by_doc.items()}

@@ -77,6 +77,9 @@ def index_status(settings: Settings) -> dict[str, Any]:
         "failed": meta.get("failed", []),
         "duplicates": meta.get("duplicates", []),
         "coverage": meta.get("coverage", {}),
+        #: the citation graph: papers read, references parsed / resolved / skipped, how they resolved
+        #: (None: the version was built before references were read)
+        "graph": meta.get("graph"),
         **run_history(settings),
     }
 

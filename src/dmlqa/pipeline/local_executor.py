@@ -55,7 +55,8 @@ class LocalExecutor:
 
     def chunk(self, documents: Sequence[Document]) -> ChunkResult:
         s = self.settings
-        chunker = stages.load_chunker(s.embed.model, s.index.chunk_tokens, s.index.chunk_overlap)
+        chunker = stages.load_chunker(s.embed.model, s.index.chunk_tokens, s.index.chunk_overlap,
+                                      reference_chunks=s.index.reference_chunks)
         return stages.chunk(documents, chunker)
 
     def vectors(self, encoder: Encoder) -> VectorSource | None:

@@ -178,13 +178,14 @@ def _fetch_and_extract(
 
 
 @lru_cache(maxsize=4)
-def _chunker(model: str, chunk_tokens: int, overlap: int) -> Chunker:
+def _chunker(model: str, chunk_tokens: int, overlap: int, reference_chunks: bool) -> Chunker:
     """One chunker per worker process (loading the tokenizer is the expensive part)."""
-    return stages.load_chunker(model, chunk_tokens, overlap)
+    return stages.load_chunker(model, chunk_tokens, overlap, reference_chunks=reference_chunks)
 
 
-def _chunk_batch(batch: dict[str, np.ndarray], model: str, chunk_tokens: int, overlap: int) -> dict[str, list]:
-    chunker = _chunker(model, chunk_tokens, overlap)
+def _chunk_batch(batch: dict[str, np.ndarray], model: str, chunk_tokens: int, overlap: int,
+                 reference_chunks: bool) -> dict[str, list]:
+    chunker = _chunker(model, chunk_tokens, overlap, reference_chunks)
     results = [stages.chunk([Document.from_json(json.loads(str(raw)))], chunker) for raw in batch["doc"]]
     return {"i": [int(i) for i in batch["i"]], "result": [json.dumps(r.to_json(), ensure_ascii=False) for r in results]}
 
@@ -193,12 +194,13 @@ def _chunk_all(ray: Any, settings: Settings, docs: Sequence[Document]) -> ChunkR
     if not docs:
         return ChunkResult()
     model, tokens, overlap = settings.embed.model, settings.index.chunk_tokens, settings.index.chunk_overlap
-    _chunker(model, tokens, overlap)  # fail early, on the driver
+    refs = settings.index.reference_chunks
+    _chunker(model, tokens, overlap, refs)  # fail early, on the driver
     rows = [{"i": i, "doc": json.dumps(d.to_json(), ensure_ascii=False)} for i, d in enumerate(docs)]
     ds = ray.data.from_items(rows, override_num_blocks=max(1, len(rows) // CHUNK_BATCH)).map_batches(
         _chunk_batch,
         batch_size=CHUNK_BATCH,
-        fn_kwargs={"model": model, "chunk_tokens": tokens, "overlap": overlap},
+        fn_kwargs={"model": model, "chunk_tokens": tokens, "overlap": overlap, "reference_chunks": refs},
     )
     out = sorted(ds.take_all(), key=lambda r: int(r["i"]))
     if len(out) != len(docs):

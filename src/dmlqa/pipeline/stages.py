@@ -91,7 +91,10 @@ async def fetch_async(
     ``archives`` are replayed first. A resource that fails is a :class:`Fetched` with its error.
     """
     from dmlqa.acquire import ArchiveReplay, ArchiveWriter, Fetcher, Manifest, fetch_resource
+    from dmlqa.pipeline.graph import arxiv_hints
 
+    # arXiv ids the last build's citing papers gave works the catalog lists elsewhere (open copies)
+    hints = arxiv_hints(settings.index_dir) if settings.fetch.open_access else {}
     replay = ArchiveReplay(list(archives)) if archives else None
     writer = None if offline else ArchiveWriter(settings.archive_dir)
     manifest = Manifest(settings.paths.manifest)
@@ -104,7 +107,7 @@ async def fetch_async(
                 try:
                     # The address as listed, never the canonical identity: http stays http.
                     resolved = await fetch_resource(fetcher, res.address, aliases=res.aliases[1:], title=res.title,
-                                                    kind=res.kind)
+                                                    kind=res.kind, known_arxiv_ids=hints.get(res.id, ()))
                     return Fetched(res, resolved, None)
                 except FetchError as exc:
                     return Fetched(res, None, exc)
@@ -319,7 +322,7 @@ def citations(works: WorksResult) -> GraphResult:
 # -- chunk ---------------------------------------------------------------------------------------------
 
 
-def load_chunker(model: str, chunk_tokens: int, overlap: int) -> Chunker:
+def load_chunker(model: str, chunk_tokens: int, overlap: int, *, reference_chunks: bool = False) -> Chunker:
     """The chunker of the embedding model ``model`` (sizes in its own tokens: it needs its tokenizer.json)."""
     from dmlqa.index.chunk import Chunker, TokenCounter
     from dmlqa.index.embed import model_dir
@@ -331,7 +334,7 @@ def load_chunker(model: str, chunk_tokens: int, overlap: int) -> Chunker:
             f"model {model!r} has no local folder with tokenizer.json: passages are sized in the model's "
             "tokens, so the build needs a local model folder"
         )
-    return Chunker(counter, chunk_tokens=chunk_tokens, overlap=overlap)
+    return Chunker(counter, chunk_tokens=chunk_tokens, overlap=overlap, reference_chunks=reference_chunks)
 
 
 def chunk(documents: Sequence[Document], chunker: Chunker) -> ChunkResult:
