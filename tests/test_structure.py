@@ -170,7 +170,8 @@ def test_library_code_never_writes_the_environment() -> None:
 def test_home_file_names_are_spelled_once() -> None:
     """Every name inside a home comes from dmlqa.paths; a second spelling is how layouts drift apart."""
     names = ("catalog.jsonl", "lists.toml", "runs.jsonl", "schedule.json", "embeddings.sqlite", ".dmlqa-build.lock",
-             "manifest.sqlite", "documents.sqlite", "run-in-progress.json", ".dmlqa-schedule.lock")
+             "manifest.sqlite", "documents.sqlite", "run-in-progress.json", ".dmlqa-schedule.lock",
+             "dmlqa-library.json")
     spelled = defaultdict(list)
     for module, path in MODULES.items():
         text = path.read_text(encoding="utf-8")

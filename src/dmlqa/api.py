@@ -113,11 +113,16 @@ class KnowledgeBase:
     def add(self, paths: Sequence[PathLike]) -> AddReport:
         """Copy your own files, folders or JSON Lines records into the home (``dmlqa add``).
 
-        Every path is tried; the report lists what was added, skipped or refused (``failed``).
+        A reference library named on its own (BibTeX ``.bib``, CSL-JSON ``.json``: a Zotero export)
+        adds its entries: those with an attached PDF as documents carrying the library's metadata,
+        the others to the catalog (list ``library:<file name>``) for the next build to fetch.
+        Every path is tried; the report lists what was added, skipped or refused (``failed``), the
+        catalog ids added (``cataloged``) and the library entries skipped (``bad_entries``).
         """
-        from dmlqa.catalog.local import add_paths
+        from dmlqa.catalog.library import add_files
 
-        return add_paths([Path(p) for p in paths], self.settings.corpus_dir, max_bytes=self.settings.fetch.max_bytes)
+        return add_files([Path(p) for p in paths], self.settings.corpus_dir, catalog_path=self.settings.catalog_path,
+                         max_bytes=self.settings.fetch.max_bytes)
 
     # -- building ---------------------------------------------------------------------------------------
 

@@ -14,6 +14,7 @@ report, so one bad resource never stops a build::
     ├── SettingsError               a setting (dmlqa.toml, DMLQA_*, a flag) is out of range or mistyped
     ├── HomeError                   --home names no usable knowledge-base home
     ├── InputFileError              a file named on the command line is missing or unreadable
+    │   └── LibraryError            a .bib or .json library cannot be read as BibTeX or CSL-JSON
     ├── ArchiveError                a WARC file given for replay is missing, unreadable or not a WARC
     ├── BuildLockedError            another build (or scheduler) holds the home's lock
     ├── NothingToBuildError         empty catalog and no local documents: nothing to index
@@ -37,8 +38,8 @@ from __future__ import annotations
 __all__ = [
     "ArchiveError", "BuildLockedError", "CatalogError", "DiskFullError", "DmlqaError", "EncoderError",
     "EncoderMismatchError", "ExecutorError", "ExtractError", "FetchError", "HomeError", "IndexDamagedError",
-    "IndexMissingError", "InputFileError", "LLMError", "NotInIndexError", "NothingToBuildError", "RayUnavailableError",
-    "ScheduleError", "SettingsError", "StageError", "is_disk_full",
+    "IndexMissingError", "InputFileError", "LLMError", "LibraryError", "NotInIndexError", "NothingToBuildError",
+    "RayUnavailableError", "ScheduleError", "SettingsError", "StageError", "is_disk_full",
 ]
 
 
@@ -89,6 +90,12 @@ class HomeError(DmlqaError):
 
 class InputFileError(DmlqaError):
     """A file named on the command line (``--queries``, ``--questions``) is missing or unreadable."""
+
+
+class LibraryError(InputFileError):
+    """A reference library given to ``dmlqa add`` (``.bib``, ``.json``) cannot be read as BibTeX or
+    CSL-JSON at all; the message names the file and what was found instead. A bad entry in a good
+    library is never this error: it is skipped and reported."""
 
 
 class ArchiveError(DmlqaError):

@@ -35,6 +35,8 @@ CATALOG_FILE = "catalog.jsonl"
 LISTS_FILE = "lists.toml"
 LOCAL_DIR = "local"
 LOCAL_RECORDS_FILE = "local.jsonl"
+#: beside a reference library's copied attachments: its entries' metadata (dmlqa.catalog.library)
+LIBRARY_SIDECAR = "dmlqa-library.json"
 ARCHIVE_DIR = "archive"
 LISTS_DIR = "lists"
 MANIFEST_FILE = "manifest.sqlite"

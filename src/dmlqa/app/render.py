@@ -110,8 +110,20 @@ def add_report(rep: Any, local_dir: Path) -> None:
     if len(rep.bad_records) > MAX_BAD_RECORDS:
         more = len(rep.bad_records) - MAX_BAD_RECORDS
         err.print(f"[yellow]bad record[/yellow] … and {more} more (the build lists them all)", highlight=False)
-    out.print(f"Added {len(rep.added)} file(s) to {local_dir}; run `dmlqa build` to index them.",
-              highlight=False, markup=False)
+    # a library's entries: every skipped one is named (the user fixes it in the reference manager)
+    for where, reason in rep.bad_entries:
+        err.print(f"[yellow]skipped entry[/yellow] {escape(where)}: {escape(reason)}", highlight=False)
+    for where, reason in rep.entry_notes:
+        err.print(f"[yellow]note:[/yellow] {escape(where)}: {escape(reason)}", highlight=False)
+    cataloged = set(rep.cataloged)  # two libraries may name one work: one catalog entry
+    if rep.added or not cataloged:
+        out.print(f"Added {len(rep.added)} file(s) to {local_dir}; run `dmlqa build` to index them.",
+                  highlight=False, markup=False)
+    if cataloged:
+        lists = ", ".join(rep.catalog_lists)
+        one = len(cataloged) == 1
+        out.print(f"Added {len(cataloged)} library entr{'y' if one else 'ies'} to the catalog (list {lists}); "
+                  f"the next `dmlqa build` fetches {'it' if one else 'them'}.", highlight=False, markup=False)
 
 
 # -- build ---------------------------------------------------------------------------------------------

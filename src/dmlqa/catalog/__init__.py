@@ -3,10 +3,15 @@
 Modules, lowest first: :mod:`~dmlqa.catalog.urls` (canonical URLs, ids, kinds, placeholder
 titles), :mod:`~dmlqa.catalog.markdown` (a list's logical lines and links),
 :mod:`~dmlqa.catalog.lists` (facts from them: :func:`parse_list`), :mod:`~dmlqa.catalog.store`
-(``catalog.jsonl``, ``lists.toml``, :func:`import_lists`) and :mod:`~dmlqa.catalog.local` (the
-user's own documents). The first stage; it imports nothing of the stages after it.
+(``catalog.jsonl``, ``lists.toml``, :func:`import_lists`), :mod:`~dmlqa.catalog.local` (the
+user's own documents), :mod:`~dmlqa.catalog.bibformats` (BibTeX and CSL-JSON exports read into
+:class:`LibraryEntry` records) and :mod:`~dmlqa.catalog.library` (a reference library added to a
+home: attachments as documents, the rest as catalog entries, :func:`add_files`). The first
+stage; it imports nothing of the stages after it.
 """
 
+from dmlqa.catalog.bibformats import EntryProblem, LibraryEntry, ParsedLibrary, read_library
+from dmlqa.catalog.library import AttachedFile, add_files, add_library, is_library, library_list, library_metadata
 from dmlqa.catalog.lists import ParsedList, combine, list_name_for, parse_list
 from dmlqa.catalog.local import AddReport, add_paths, jsonl_documents, local_files, scan_local, too_large_reason
 from dmlqa.catalog.markdown import ParseIssue, repair_mojibake
@@ -27,9 +32,15 @@ from dmlqa.catalog.urls import (
 
 __all__ = [
     "AddReport",
+    "AttachedFile",
+    "EntryProblem",
     "ImportReport",
+    "LibraryEntry",
     "ParseIssue",
+    "ParsedLibrary",
     "ParsedList",
+    "add_files",
+    "add_library",
     "add_paths",
     "address",
     "arxiv_id",
@@ -39,13 +50,17 @@ __all__ = [
     "github_repo",
     "guess_kind",
     "import_lists",
+    "is_library",
     "is_url_title",
     "jsonl_documents",
+    "library_list",
+    "library_metadata",
     "list_name_for",
     "local_files",
     "merge",
     "parse_list",
     "read_catalog",
+    "read_library",
     "read_lists",
     "repair_mojibake",
     "resource_id",

@@ -4,7 +4,9 @@ Copying (rather than remembering a path) keeps the home self-contained: the know
 be moved, backed up or rebuilt on another machine. The next build indexes every file there beside
 the catalog. A JSON Lines file is a collection of records (``{"id","title","text"}``, BEIR's
 ``{"_id","title","text"}`` too, optional ``url``, ``authors``, ``year``), each its own document
-whose ``doc_id`` is the record's id.
+whose ``doc_id`` is the record's id. A reference library named on its own (``library.bib``,
+CSL-JSON ``library.json``) is added by :mod:`dmlqa.catalog.library`: its attached files land here
+too, under ``<library file name>/``, with the library's metadata beside them.
 
 Bad input is isolated, never fatal: a bad record is skipped and reported with its file, line and
 reason (by ``add`` as a warning, by the build as a ``local`` failure) while the rest of its file is
@@ -19,10 +21,11 @@ import hashlib
 import json
 import os
 from collections.abc import Iterator, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, fields
 from pathlib import Path
 from typing import Any
 
+from dmlqa.catalog.bibformats import LIBRARY_FORMATS
 from dmlqa.fsutil import format_size
 from dmlqa.models import Block, Document, Failure
 from dmlqa.paths import LOCAL_DIR
@@ -42,6 +45,19 @@ class AddReport:
     failed: tuple[str, ...] = ()
     #: ("file:line", reason): records of a copied JSON Lines file that the build will skip.
     bad_records: tuple[tuple[str, str], ...] = ()
+    #: Catalog ids a library's entries without an attachment were put under (the next build fetches them).
+    cataloged: tuple[str, ...] = ()
+    #: The catalog lists they went under (one per library: ``library:<file name>``).
+    catalog_lists: tuple[str, ...] = ()
+    #: ("library.bib:12 (key)", reason): library entries that were not added at all.
+    bad_entries: tuple[tuple[str, str], ...] = ()
+    #: ("library.bib:12 (key)", note): entries added with something of them ignored or replaced.
+    entry_notes: tuple[tuple[str, str], ...] = ()
+
+    @classmethod
+    def combine(cls, reports: Sequence[AddReport]) -> AddReport:
+        """One report for several adds, each field in the order of ``reports``."""
+        return cls(**{f.name: tuple(x for r in reports for x in getattr(r, f.name)) for f in fields(cls)})
 
 
 def too_large_reason(size: int, cap: int) -> str:
@@ -92,7 +108,7 @@ def add_paths(paths: Sequence[Path], corpus_dir: Path, *, max_bytes: int | None 
             dest = target_root / rel
             try:
                 dest.parent.mkdir(parents=True, exist_ok=True)
-                _copy(f, dest)
+                copy_file(f, dest)
             except OSError as exc:
                 skipped.append((str(f), f"cannot copy: {exc.strerror or exc}"))
                 if named:
@@ -102,7 +118,7 @@ def add_paths(paths: Sequence[Path], corpus_dir: Path, *, max_bytes: int | None 
     return AddReport(tuple(added), tuple(skipped), tuple(failed), tuple(bad_records))
 
 
-def _copy(src: Path, dest: Path) -> None:
+def copy_file(src: Path, dest: Path) -> None:
     """Copy by streaming; never through a symlink that sits at the destination."""
     tmp = dest.with_name(f".{dest.name}.{os.getpid()}.tmp")
     try:
@@ -117,6 +133,8 @@ def _copy(src: Path, dest: Path) -> None:
 def _check_file(f: Path, rel: Path, max_bytes: int | None) -> tuple[str | None, list[tuple[str, str]]]:
     """Why ``f`` must not be copied (or None), and the bad records of a JSON Lines file."""
     if f.suffix.lower() not in SUPPORTED_SUFFIXES:
+        if f.suffix.lower() in LIBRARY_FORMATS:  # a library is read only when named: it may attach these files
+            return f"a library is added by name, not inside a folder: dmlqa add {f}", []
         return f"unsupported file type {f.suffix or '(none)'}", []
     if any(part.startswith(".") for part in rel.parts):
         return "hidden file", []

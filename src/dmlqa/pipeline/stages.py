@@ -45,6 +45,7 @@ from dmlqa.pipeline.works import merge_works
 from dmlqa.settings import Settings
 
 if TYPE_CHECKING:
+    from dmlqa.catalog.library import AttachedFile
     from dmlqa.index.chunk import Chunker
     from dmlqa.index.embed import EmbedResult, Encoder, VectorSource
     from dmlqa.pipeline.graph import GraphResult
@@ -227,8 +228,11 @@ def local_documents(settings: Settings, store: DocStore) -> ExtractResult:
 
     Files over ``fetch.max_bytes``, symlinks out of corpus/local, unreadable files and bad JSON
     Lines records are skipped and reported; the rest is indexed. An unchanged file (same sha256)
-    keeps its stored text.
+    keeps its stored text. A file a reference library attached (``dmlqa add library.bib``) carries
+    the library's metadata (:func:`_with_library`), re-applied on every build so an edited entry
+    shows at once.
     """
+    from dmlqa.catalog.library import library_metadata
     from dmlqa.catalog.local import file_doc_id, file_sha256, jsonl_documents, scan_local, too_large_reason
     from dmlqa.extract import extract_file, to_document
 
@@ -240,6 +244,9 @@ def local_documents(settings: Settings, store: DocStore) -> ExtractResult:
     files, problems = scan_local(corpus)
     for path, reason in problems:
         failed.append(Failure(path.relative_to(corpus).as_posix(), "local", reason))
+    attached, unreadable = library_metadata(corpus)
+    failed += [Failure(where, "local", f"{reason}; its files are indexed without the library's metadata")
+               for where, reason in unreadable]
     seen: dict[str, str] = {}  # doc_id -> the file that gave it, so that two files cannot share one
     for path in files:
         rel = path.relative_to(corpus).as_posix()
@@ -261,22 +268,54 @@ def local_documents(settings: Settings, store: DocStore) -> ExtractResult:
             failed.append(Failure(rel, "local", f"cannot read file: {exc.strerror or exc}"))
             continue
         seen[doc_id] = rel
+        entry = attached.get(doc_id.removeprefix("local:"))
+        file_url = path.resolve().as_uri()
         previous = store.get(doc_id)
-        if previous is not None and previous.sha256 == sha:
+        # a stored text made with a library's metadata is not reused once the library no longer names it
+        if previous is not None and previous.sha256 == sha and (entry is not None or not previous.lists):
             reused += 1
-            docs.append(previous)
+            docs.append(_with_library(previous, entry, file_url))
             continue
         try:
             text = extract_file(path, max_bytes=cap)
         except ExtractError as exc:
             failed.append(Failure(rel, "extract", exc.reason))
             if previous is not None:
-                docs.append(previous)
+                docs.append(_with_library(previous, entry, file_url))
             continue
-        res = Resource(id=doc_id, url=path.resolve().as_uri(), title=text.title or path.stem, kind="article")
-        docs.append(to_document(res, text, source_url=res.url, sha256=sha))
+        res = Resource(id=doc_id, url=file_url, title=text.title or path.stem, kind="article")
+        docs.append(_with_library(to_document(res, text, source_url=res.url, sha256=sha), entry, file_url))
         extracted += 1
     return ExtractResult(tuple(docs), tuple(failed), extracted=extracted, reused_documents=reused)
+
+
+def _with_library(doc: Document, attached: AttachedFile | None, file_url: str) -> Document:
+    """``doc`` (a local file's text) with the facts of the library entry that attached the file.
+
+    The library's title, year, venue and kind win over what the extractor read from the file; its
+    authors too, all of them, unless the library itself wrote "and others" (then the extractor's
+    longer list may complete it, as for catalog entries). The work's URL (arXiv, else DOI, else the
+    entry's url) becomes the document's ``url``, so citations, BibTeX and ``related`` know it by its
+    identifiers; its PDF address becomes ``source_url``, the address its text stands for, so that
+    :func:`dmlqa.pipeline.works.merge_works` merges the file with a catalog copy of the same work
+    (an arXiv id is also listed by another list or library) instead of keeping two documents. The
+    file's own location stays among the ``aliases``.
+    """
+    from dmlqa.extract.facts import merge_authors
+    from dmlqa.models import is_et_al
+
+    if attached is None:
+        return doc
+    entry = attached.entry
+    complete = entry.authors and not any(is_et_al(a) for a in entry.authors)
+    urls = entry.identity_urls
+    source = f"https://arxiv.org/pdf/{entry.arxiv_id}" if entry.arxiv_id else (urls[0] if urls else file_url)
+    return replace(
+        doc, title=entry.title or doc.title, kind=entry.kind, venue=entry.venue or doc.venue,
+        year=entry.year or doc.year, url=urls[0] if urls else file_url, source_url=source,
+        authors=entry.authors if complete else merge_authors(entry.authors, doc.authors),
+        lists=(attached.list_name,), aliases=tuple(dict.fromkeys((*urls, file_url))),
+    )
 
 
 # -- store and works -----------------------------------------------------------------------------------
