@@ -20,7 +20,7 @@ import typer
 from typer.core import TyperGroup
 
 from dmlqa.api import KnowledgeBase
-from dmlqa.app import render
+from dmlqa.app import render, servers
 from dmlqa.errors import DmlqaError, IndexDamagedError, is_disk_full
 
 
@@ -167,7 +167,8 @@ def catalog_import(
 
 @app.command()
 def add(
-    paths: Annotated[list[Path], typer.Argument(help="Files or folders: PDF, HTML, markdown, text, JSONL.")],
+    paths: Annotated[list[Path], typer.Argument(
+        help="Files or folders: PDF, HTML, markdown, text, JSONL; or a BibTeX / CSL-JSON library (.bib, .json).")],
     home: HomeOption = None,
 ) -> None:
     """Register your own documents; the next `dmlqa build` indexes them.
@@ -179,7 +180,7 @@ def add(
     kb = _open(home)
     rep = kb.add(paths)
     render.add_report(rep, kb.settings.paths.local_dir)
-    if not rep.added or rep.failed:
+    if not (rep.added or rep.cataloged) or rep.failed:
         raise typer.Exit(1)
 
 
@@ -501,41 +502,20 @@ def serve(
     home: HomeOption = None,
 ) -> None:
     """Start the chat app (Gradio) on http://127.0.0.1:7860; DMLQA_UI_PASSWORD sets a password (user dmlqa)."""
-    from dmlqa.app import ui  # gradio: only this command pays for it
-
-    kb = _open(home)
-    _check_listen(host, port)
-
-    def say(level: str, text: str) -> None:  # the exposure warning and where the app listens, on stderr
-        (render.warning if level == "warning" else render.say)(text)
-
-    try:
-        ui.serve(kb, host=host, port=port, say=say)  # the password: the home's ui.password setting
-    except OSError as exc:
-        render.fail(f"cannot listen on {host}:{port}: {exc}")
+    servers.serve_chat(_open(home), host, port)
 
 
-def _check_listen(host: str, port: int) -> None:
-    """Fail in one line, before Gradio starts, when ``host:port`` cannot be listened on."""
-    import ipaddress
-    import socket
-
-    try:
-        ipaddress.ip_address(host)
-    except ValueError:
-        if not host or all(ch.isdigit() or ch == "." for ch in host) or any(ch.isspace() for ch in host):
-            render.fail(f"invalid --host {host!r}: not an IP address or a host name", 2)
-    try:
-        infos = socket.getaddrinfo(host, port, type=socket.SOCK_STREAM, flags=socket.AI_PASSIVE)
-    except (socket.gaierror, UnicodeError) as exc:
-        render.fail(f"invalid --host {host!r}: {getattr(exc, 'strerror', None) or exc}", 2)
-    family, kind, proto, _, address = infos[0]
-    with socket.socket(family, kind, proto) as sock:
-        sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
-        try:
-            sock.bind(address)
-        except OSError as exc:
-            render.fail(f"cannot listen on {host}:{port}: {exc.strerror or exc}")
+@app.command("mcp")
+def mcp_cmd(
+    http: Annotated[int | None, typer.Option("--http", metavar="PORT", min=1, max=65535,
+                                             help="Serve streamable HTTP on this port (default: stdio).")] = None,
+    host: Annotated[str, typer.Option(help="With --http: interface to listen on (loopback unless you say).")]
+    = "127.0.0.1",
+    home: HomeOption = None,
+) -> None:
+    """Model Context Protocol server (stdio, or --http PORT) with tools search, ask, related, cites, cited_by
+    and status."""
+    servers.serve_mcp(lambda: _open(home), http, host)
 
 
 def main() -> None:
