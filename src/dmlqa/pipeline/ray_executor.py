@@ -42,7 +42,7 @@ import numpy as np
 
 from dmlqa.errors import EncoderMismatchError, ExecutorError, RayUnavailableError
 from dmlqa.index.docstore import DocStore
-from dmlqa.index.embed import embed_groups
+from dmlqa.index.embed import GPU_TEXTS_PER_CALL, embed_groups
 from dmlqa.models import Document, Resource
 from dmlqa.pipeline import stages
 from dmlqa.pipeline.report import BuildOptions, ChunkResult, ExtractResult, FetchBatch, Progress, Stopwatch
@@ -212,27 +212,34 @@ def _chunk_all(ray: Any, settings: Settings, docs: Sequence[Document]) -> ChunkR
 
 
 class EmbedActor:
-    """Holds one encoder for its lifetime: the model is loaded once per actor, not per batch."""
+    """Holds one encoder for its lifetime: the model is loaded once per actor, not per batch.
 
-    def __init__(self, model: str, encoder: str, cache_dir: str, batch_size: int, device: str = "cpu") -> None:
+    On a GPU the torch encoder runs its fast path (``embed.precision``, fp16 by default; texts
+    tokenised ahead in threads) and gets all the rows of a call in one encode: its pipeline only
+    keeps the GPU busy across a long call, and its vectors do not depend on their batch mates.
+    """
+
+    def __init__(self, model: str, encoder: str, cache_dir: str, batch_size: int, device: str = "cpu",
+                 precision: str = "auto") -> None:
         from dmlqa.index.embed import load_encoder
 
-        self.encoder = load_encoder(model, encoder, Path(cache_dir))
+        self.encoder = load_encoder(model, encoder, Path(cache_dir), precision=precision,
+                                    device=device if encoder == "torch" else None)
         self.batch_size = batch_size
-        if device != "cpu":
-            inner = getattr(self.encoder, "_model", None)  # sentence-transformers (encoder=torch)
-            if inner is not None and hasattr(inner, "to"):
-                inner.to(device)
-            else:
-                log.warning("encoder %s runs on CPU only; the GPU of this actor is idle", self.encoder.key)
+        self.joined = int(getattr(self.encoder, "texts_per_call", 0) or 0) > 0
+        if device != "cpu" and encoder != "torch":
+            log.warning("encoder %s runs on CPU only; the GPU of this actor is idle", self.encoder.key)
 
     def __call__(self, batch: dict[str, np.ndarray]) -> dict[str, list]:
-        vecs = []
-        for raw in batch["texts"]:
-            texts = json.loads(str(raw))
+        groups = [json.loads(str(raw)) for raw in batch["texts"]]
+        if self.joined:
+            flat = self.encoder.encode([t for texts in groups for t in texts], batch_size=self.batch_size)
+            bounds = np.cumsum([0] + [len(texts) for texts in groups])
+            parts = [flat[a:b] for a, b in zip(bounds[:-1], bounds[1:], strict=True)]
+        else:
             # One row is one encoder batch of the local build: the same batch mates, the same vectors.
-            v = self.encoder.encode(texts, batch_size=self.batch_size)
-            vecs.append(np.ascontiguousarray(v, dtype=np.float32).tobytes())
+            parts = [self.encoder.encode(texts, batch_size=self.batch_size) for texts in groups]
+        vecs = [np.ascontiguousarray(v, dtype=np.float32).tobytes() for v in parts]
         return {"g": [int(g) for g in batch["g"]], "vecs": vecs, "key": [self.encoder.key] * len(vecs)}
 
 
@@ -254,16 +261,19 @@ def ray_vectors(ray: Any, settings: Settings, *, encoder_key: str, dim: int, act
         n_actors = max(1, min(n_actors, len(groups)))
         rows = [{"g": g, "texts": json.dumps([texts[i] for i in grp], ensure_ascii=False)}
                 for g, grp in enumerate(groups)]
+        per_call = EMBED_GROUPS_PER_CALL  # GPU actors embed a call's rows together (EmbedActor)
+        if gpus and settings.embed.encoder == "torch":
+            per_call = max(per_call, GPU_TEXTS_PER_CALL // settings.embed.batch_size)
         ds = ray.data.from_items(rows, override_num_blocks=max(1, min(len(rows), n_actors * 4))).map_batches(
             EmbedActor,
-            batch_size=EMBED_GROUPS_PER_CALL,
+            batch_size=per_call,
             compute=ray.data.ActorPoolStrategy(size=n_actors),
             num_gpus=1 if gpus else 0,
             num_cpus=1,
             fn_constructor_kwargs={
                 "model": settings.embed.model, "encoder": settings.embed.encoder,
                 "cache_dir": str(settings.encoders_dir), "batch_size": settings.embed.batch_size,
-                "device": "cuda" if gpus else "cpu",
+                "device": "cuda" if gpus else "cpu", "precision": settings.embed.precision,
             },
         )
         seen = 0

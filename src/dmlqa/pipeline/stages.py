@@ -402,7 +402,8 @@ def encoder_for(settings: Settings) -> Encoder:
     """The encoder the settings name (``embed.model`` run by ``embed.encoder``); its key names the index."""
     from dmlqa.index.embed import load_encoder
 
-    return load_encoder(settings.embed.model, settings.embed.encoder, settings.encoders_dir)
+    return load_encoder(settings.embed.model, settings.embed.encoder, settings.encoders_dir,
+                        precision=settings.embed.precision)
 
 
 def embed(
