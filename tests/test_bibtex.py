@@ -126,6 +126,17 @@ def test_empty_list() -> None:
     assert to_bibtex([]) == ""
 
 
+def test_a_local_files_path_is_no_url_of_the_entry() -> None:
+    """A PDF of your own (dmlqa add, a reference library without DOI or arXiv id) is cited without its path."""
+    mine = item("local:lib/x.pdf", "Pipelines at Home", "file:///home/me/dmlqa/corpus/local/lib/x.pdf",
+                authors=("Ana Smith", "Bo Chen"), year=2021, venue="SOSP")
+    notes = item("local:notes.md", "My notes", "file:///home/me/notes.md", kind="article")
+    entries = parse(to_bibtex([mine, notes])).entries
+    assert [fields(e).get("url") for e in entries] == [None, None]
+    assert "howpublished" not in fields(entries[1]) and "file:" not in to_bibtex([mine, notes])
+    assert fields(entries[0])["author"] == ["Ana Smith", "Bo Chen"] and entries[0].entry_type == "inproceedings"
+
+
 # -- any text gives BibTeX that strict parsers accept ----------------------------------------------
 
 pybtex_database = pytest.importorskip("pybtex.database")

@@ -311,7 +311,8 @@ def entry(item: Citable, key: str, *, ascii_only: bool = False) -> str:
     if author:
         fields.append(("author", author))
     aid, d = _identifiers(item)
-    url = _safe_url(item.url)
+    # a file of your own (file:///home/...) is no address for a reader of the bibliography
+    url = "" if item.url.lower().startswith("file:") else _safe_url(item.url)
     venue = (item.venue or "").strip()
     if item.kind == "paper":
         kind = venue_kind(venue)
@@ -327,7 +328,8 @@ def entry(item: Citable, key: str, *, ascii_only: bool = False) -> str:
                 fields.append(("howpublished", escape(venue, ascii_only=ascii_only)))
     else:
         etype = "misc"
-        fields.append(("howpublished", "\\url{" + url.replace("%", "\\%").replace("#", "\\#") + "}"))
+        if url:
+            fields.append(("howpublished", "\\url{" + url.replace("%", "\\%").replace("#", "\\#") + "}"))
         if item.kind in _KIND_NOTES:
             fields.append(("note", _KIND_NOTES[item.kind]))
     if item.year:
@@ -337,7 +339,8 @@ def entry(item: Citable, key: str, *, ascii_only: bool = False) -> str:
         fields.append(("archivePrefix", "arXiv"))
     if d:
         fields.append(("doi", _safe_url(d)))
-    fields.append(("url", url))
+    if url:
+        fields.append(("url", url))
     body = ",\n".join(f"  {name} = {{{value}}}" for name, value in fields)
     return f"@{etype}{{{key},\n{body}\n}}\n"
 
