@@ -25,6 +25,7 @@ from dmlqa.query.extractive import (
     choose,
     compose,
     known_terms,
+    passage_candidates,
     question_parts,
     question_terms,
 )
@@ -271,3 +272,28 @@ def test_each_ask_of_a_two_part_question_gets_its_best_sentence() -> None:
     both = choose(q, q_vec, cands, vecs, max_sentences=2, aspects=[(question_parts(q)[1], part_vec)])
     assert not any("assumption" in c.text for c in plain.candidates)
     assert any("assumption" in c.text for c in both.candidates)
+
+
+def test_a_sentence_whose_subject_is_a_reference_marker_is_never_quoted() -> None:
+    """Quoted, the marker must go (only the answer's own citations are bracketed numbers), leaving
+    "is an on-demand swapping mechanism ...": a fragment that names nothing."""
+    assert classify("[57] is an on-demand swapping mechanism for TensorFlow.") == REFERENCE
+    assert classify("[7, 21] tries to virtualize the GPU memory by leveraging host memory.") == REFERENCE
+    assert classify("vDNN [57] swaps out all activation tensors to host memory.") == PROSE  # mid-sentence: stays
+    d = doc("Existing swapping systems rely on manual insights to decide what to swap. "
+            "[57] is an on-demand swapping mechanism for TensorFlow. "
+            "SwapAdvisor instead searches the swap plan with a genetic algorithm.")
+    ss = split_document(d)
+    assert [s.role for s in ss] == [PROSE, REFERENCE, PROSE]
+    # An index built before the rule still holds it as prose: it is no candidate, and reading on skips it.
+    cands = [Candidate(0, "d", o, s.text, PROSE, None) for o, s in enumerate(ss)]
+    by_ordinal = {c.ordinal: c for c in cands}
+    hit = Hit(rank=1, score=1.0, doc_id="d", url="https://x.org/d", title="Swap", page=None, section=None,
+              text=d.text, start=0, end=len(d.text))
+    assert all("[57]" not in c.text for c in passage_candidates([hit]))
+    choice = choose("How do systems decide what to swap to host memory?", np.array([1, 0, 0], np.float32),
+                    cands[:1], np.eye(3, dtype=np.float32)[:1],
+                    neighbour=lambda c, step: by_ordinal.get(c.ordinal + step), max_sentences=1)
+    assert [c.ordinal for c in choice.candidates] == [0]
+    body, _ = compose(choice.candidates, [hit])
+    assert "is an on-demand" not in body

@@ -229,6 +229,8 @@ def classify(text: str, role: str = PROSE, *, title: str = "") -> str:
         return REFERENCE  # a publication list entry on a web page: "- A. Smith, B. Lee, C. Wu. (2022) Title"
     if refs >= 2 or (refs and re.match(r"^\[?\d+\]?\s", text) and "et al" in text) or text.count("et al.") >= 3:
         return REFERENCE
+    if marker_subject(text):
+        return REFERENCE  # about a cited work named only by its number: a fragment once the marker goes
     code_hits = len(_CODE_TOKENS.findall(text))
     letters = sum(ch.isalpha() for ch in text)
     if code_hits >= 3 or (code_hits and letters < 0.6 * n) or letters < 0.5 * n:
@@ -287,3 +289,14 @@ def leans_back(text: str) -> bool:
 def leans_forward(text: str) -> bool:
     """Does this sentence announce what follows (ends with ':' or says 'the following')?"""
     return text.rstrip().endswith(":") or re.search(r"\bthe following\b|\bas follows\b", text) is not None
+
+
+#: A sentence whose subject is a reference marker: "[57] is an on-demand swapping mechanism ...".
+_MARKER_SUBJECT = re.compile(r"^\s*\[\s*\d{1,3}(?:\s*[,;–-]\s*\d{1,3})*\s*\]\s+[a-z]")
+
+
+def marker_subject(text: str) -> bool:
+    """Is the sentence's subject a reference marker? Quoted, the marker must go (an answer's only
+    bracketed numbers are its own citations), and "is an on-demand swapping mechanism" is left: a
+    fragment naming nothing. Such sentences are not quoted."""
+    return _MARKER_SUBJECT.match(text) is not None

@@ -34,6 +34,7 @@ from dmlqa.extract.sentences import (
     for_answer,
     leans_back,
     leans_forward,
+    marker_subject,
     split_document,
 )
 from dmlqa.index.lexical import tokenize
@@ -163,8 +164,8 @@ def stored_candidates(version, hits: Sequence[Hit]) -> list[Candidate]:  # noqa:
         if h.is_card:
             continue
         for s in version.sentences_in(h.doc_id, h.start, h.end):
-            if (s.doc_id, s.ordinal) in seen or s.role == SNIPPET:  # quoted only with its announcer
-                continue
+            if (s.doc_id, s.ordinal) in seen or s.role == SNIPPET or marker_subject(s.text):
+                continue  # a snippet is quoted only with its announcer; a marker-subject fragment never
             seen.add((s.doc_id, s.ordinal))
             out.append(Candidate(i, s.doc_id, s.ordinal, s.text, s.role, s.page, s.row))
     return out
@@ -181,7 +182,8 @@ def passage_candidates(hits: Sequence[Hit]) -> list[Candidate]:
         doc = Document(doc_id=h.doc_id, url=h.url, title=h.title, blocks=(Block(h.text, h.page, h.section),),
                        content_type="text")
         out += [Candidate(i, h.doc_id, h.start + o, s.text, s.role, h.page)
-                for o, s in enumerate(split_document(doc)) if s.quotable and s.role != SNIPPET]
+                for o, s in enumerate(split_document(doc))
+                if s.quotable and s.role != SNIPPET and not marker_subject(s.text)]
     return out
 
 
@@ -324,7 +326,7 @@ def choose(
             if not leans_back(head.text):
                 break
             prev = neighbour(head, -1)
-            if prev is None or prev in picked or prev.role == SNIPPET:
+            if prev is None or prev in picked or prev.role == SNIPPET or marker_subject(prev.text):
                 break
             block.insert(0, prev)
             head = prev
@@ -335,7 +337,7 @@ def choose(
             # its rank; when no list follows, the next sentence is what it announced.
             # The best sentence often opens what the next one states ("MXNet is more than ...").
             nxt = neighbour(c, 1)
-            if (nxt is not None and nxt not in picked and nxt.role in (PROSE, ITEM)
+            if (nxt is not None and nxt not in picked and nxt.role in (PROSE, ITEM) and not marker_subject(nxt.text)
                     and words + len(nxt.text.split()) <= FOLLOW_MAX_WORDS
                     and (FOLLOW_ALWAYS or leans_back(nxt.text) or set(tokenize(nxt.text)) & focus)):
                 block.append(nxt)
@@ -353,7 +355,7 @@ def choose(
         last = max((c for c in out if c.doc_id == out[0].doc_id), key=lambda c: c.ordinal)
         while True:
             nxt = neighbour(last, 1)
-            if (nxt is None or nxt in out or nxt.role not in (PROSE, ITEM)
+            if (nxt is None or nxt in out or nxt.role not in (PROSE, ITEM) or marker_subject(nxt.text)
                     or total + len(nxt.text.split()) > MAX_WORDS):
                 break
             out.append(nxt)
