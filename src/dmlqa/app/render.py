@@ -116,9 +116,11 @@ def add_report(rep: Any, local_dir: Path) -> None:
     for where, reason in rep.entry_notes:
         err.print(f"[yellow]note:[/yellow] {escape(where)}: {escape(reason)}", highlight=False)
     cataloged = set(rep.cataloged)  # two libraries may name one work: one catalog entry
-    if rep.added or not cataloged:
+    if rep.added:
         out.print(f"Added {len(rep.added)} file(s) to {local_dir}; run `dmlqa build` to index them.",
                   highlight=False, markup=False)
+    elif not cataloged:
+        out.print("Nothing added.", highlight=False, markup=False)
     if cataloged:
         lists = ", ".join(rep.catalog_lists)
         one = len(cataloged) == 1
