@@ -12,6 +12,7 @@ from dmlqa.extract.sentences import (
     ITEM,
     PROSE,
     REFERENCE,
+    ROW,
     SNIPPET,
     classify,
     for_answer,
@@ -297,3 +298,71 @@ def test_a_sentence_whose_subject_is_a_reference_marker_is_never_quoted() -> Non
     assert [c.ordinal for c in choice.candidates] == [0]
     body, _ = compose(choice.candidates, [hit])
     assert "is an on-demand" not in body
+
+
+def _answer(question: str, d: Document, qvec_row: int) -> str:
+    """The composed answer for ``question`` over one document, the sentence at ``qvec_row`` (among the
+    ranked candidates) being the most similar; neighbours by ordinal, as the stored index gives them."""
+    ss = split_document(d)
+    cands = [Candidate(0, "d", o, s.text, s.role, s.page) for o, s in enumerate(ss) if s.quotable]
+    by_ordinal = {c.ordinal: c for c in cands}
+    ranked = [c for c in cands if c.role != SNIPPET]
+    vectors = np.eye(len(ranked), dtype=np.float32)
+    choice = choose(question, vectors[qvec_row], ranked, vectors,
+                    neighbour=lambda c, step: by_ordinal.get(c.ordinal + step), max_sentences=1)
+    hit = Hit(rank=1, score=1.0, doc_id="d", url="https://x.org/d", title="T", page=None, section=None, text="")
+    return compose(choice.candidates, [hit])[0]
+
+
+def test_markdown_table_rows_are_quotable_one_row_with_its_header() -> None:
+    d = doc("The folder holds the training flows of the example.\n| Name | Purpose | Updated |\n|---|---|---|\n"
+            "| loader.py | reads the shards | 2023-07-31 |\n"
+            "| sharded_train_flow.py | sharded training flow | 2023-08-18 |\n"
+            "| notes.md | notes | 2023-07-21 |")
+    ss = split_document(d)
+    assert [s.role for s in ss] == [PROSE, ROW, CODE, ROW, ROW, ROW]  # the separator is no row
+    body = _answer("Which file defines the sharded training flow?", d, 3)
+    assert "- Name | Purpose | Updated [1]" in body  # the header says what the columns are
+    assert "- sharded_train_flow.py | sharded training flow | 2023-08-18 [1]" in body
+    assert "notes.md" not in body and "loader.py" not in body  # a row, not the whole table
+
+
+def test_pdf_table_rows_are_split_from_the_sentence_they_are_glued_into() -> None:
+    d = doc("Clusters are shared and the resulting delays hurt when the\nmodel size # of runs crash rate\n"
+            "1 GB 4,000 2.5%\n10 GB 300 9.1%\n100 GB 12 30.2%\nTable 2: Crashes of training runs by model size.\n"
+            "We list how often training runs crash in production in Table 2. Crashes come from preemption.",
+            content_type="pdf", page=3)
+    rows = [s.text for s in split_document(d) if s.role == ROW]
+    assert rows == ["model size # of runs crash rate", "1 GB 4,000 2.5%", "10 GB 300 9.1%", "100 GB 12 30.2%"]
+    # the sentence pointing at the table brings the row holding the question's terms, with the header
+    body = _answer("What crash rate do runs of 100 GB models have in production?", d, 4)
+    assert "- model size # of runs crash rate [1]" in body and "- 100 GB 12 30.2% [1]" in body
+    assert "4,000" not in body
+    no_caption = doc("Runs of large models crash often.\n1 GB 4,000 2.5%\n10 GB 300 9.1%\nThat is all.",
+                     content_type="pdf")
+    assert ROW not in [s.role for s in split_document(no_caption)]  # numbers without a "Table N:" are no table
+
+
+def test_a_code_comment_announces_the_line_under_it() -> None:
+    d = doc("trainer = Trainer(\n# [3a] If you train on many machines, this is where you\n"
+            "# should configure storage that every worker node can reach.\n"
+            "# run_config=RunConfig(storage_path=\"s3://bucket\"),\n)\n# Plain markdown heading")
+    ss = split_document(d)
+    comment = next(s for s in ss if s.text.startswith("# [3a]"))
+    assert comment.role == PROSE and comment.text.endswith("worker node can reach.")  # one sentence
+    assert [s.role for s in ss if "storage_path" in s.text] == [SNIPPET]
+    assert for_answer(comment.text) == ("If you train on many machines, this is where you should configure "
+                                        "storage that every worker node can reach.")
+    body = _answer("What must I configure so every worker node can reach the storage?", d, 0)
+    assert body.startswith("If you train on many machines") and "storage_path" in body
+    assert "[3a]" not in body and "# should" not in body
+
+
+def test_a_short_run_of_command_lines_after_a_sentence_shows_it() -> None:
+    d = doc("Shard the experts over the GPUs of a node.\n--expert-parallel-size 8 # eight-way\n"
+            "--fused-expert-kernels # faster expert matmuls\nThen launch as usual.\n"
+            "A long launch script follows here.\n--a 1\n--b 2\n--c 3\n--d 4\nDone with the flags now.")
+    roles_ = [(s.role, s.text) for s in split_document(d)]
+    assert [r for r, t in roles_ if t.startswith("--") and r == SNIPPET] == [SNIPPET, SNIPPET]  # not the 4-line run
+    body = _answer("How do I shard the experts over GPUs?", d, 0)
+    assert "- `--fused-expert-kernels # faster expert matmuls` [1]" in body

@@ -18,12 +18,16 @@ from dmlqa.extract.reference_entries import reference_zone
 from dmlqa.models import BLOCK_SEPARATOR, Document
 
 #: Roles a sentence may have; only QUOTABLE ones are stored for an answer. A SNIPPET (a code or
-#: command line that a sentence ending in ':' announces) is quoted only with that sentence, never alone.
-PROSE, ITEM, HEADING, FURNITURE, CODE, CAPTION, REFERENCE, SNIPPET = (
-    "prose", "item", "heading", "furniture", "code", "caption", "reference", "snippet")
-QUOTABLE = (PROSE, ITEM, SNIPPET)
+#: command line that a sentence ending in ':', a code comment or a prose sentence right before a short
+#: run of command lines announces) is quoted only with that sentence, never alone. A ROW is one row of
+#: a table (a markdown row, or a line of a PDF table above or below its "Table N:" caption).
+PROSE, ITEM, HEADING, FURNITURE, CODE, CAPTION, REFERENCE, SNIPPET, ROW = (
+    "prose", "item", "heading", "furniture", "code", "caption", "reference", "snippet", "row")
+QUOTABLE = (PROSE, ITEM, SNIPPET, ROW)
 #: At most this many lines, each at most this long, make an announced snippet.
 SNIPPET_LINES, SNIPPET_CHARS = 3, 120
+#: A table row longer than this is no row worth quoting alone (a cell holding a paragraph).
+ROW_CHARS = 200
 #: Length bounds of a quotable sentence (characters, words); the chat UI reads the same numbers.
 MIN_CHARS, MAX_CHARS, MIN_WORDS = 30, 500, 5
 
@@ -79,6 +83,10 @@ _NOT_CONTINUATION = re.compile(r"^\s*(?:[|#>`{}<$]|[-*•▪●◦‣]\s|\d{1,2}
                                r"return|for|if|while|with|print)\b)")
 
 
+#: The marker opening a line comment (shell/Python ``#``, C-like ``//``).
+_COMMENT = re.compile(r"^\s*(?:#|//)\s+")
+
+
 def _continues(line: str, nxt: str) -> bool:
     """Is ``nxt`` the rest of the sentence ``line`` stopped in (a hard-wrapped line of HTML text)?
 
@@ -88,6 +96,11 @@ def _continues(line: str, nxt: str) -> bool:
     a heading followed by a capitalised line, a list item, a table row or code stays apart.
     """
     head, tail = line.rstrip(), nxt.strip()
+    if _COMMENT.match(head) and _COMMENT.match(tail):
+        # A code comment wrapped over lines ("# If running in a multi-node cluster, this is where you /
+        # # should configure the run's persistent storage ...") is one sentence, as prose is.
+        h, t = _COMMENT.sub("", head), _COMMENT.sub("", tail)
+        return len(h.split()) >= 4 and t[:1].islower() and not re.search(r"[.!?:;]$", h)
     if not head or not tail or _NOT_CONTINUATION.match(nxt) or len(head.split()) < 4:
         return False
     if _NOT_CONTINUATION.match(head) and not _ITEM_LINE.match(head):
@@ -161,19 +174,121 @@ def split_document(doc: Document) -> list[Sentence]:
                     role = REFERENCE
                 else:
                     role = classify(text, ITEM if item else PROSE, title=doc.title)
+                    if role not in (CAPTION, FURNITURE, REFERENCE) and _markdown_row(text):
+                        role = ROW
                 out.append(Sentence(doc.doc_id, offset + s, offset + e, text, role, block.page, block.section))
+        if pdf and not (refs and refs[0] <= offset < refs[1]):
+            out += [Sentence(doc.doc_id, offset + s, offset + e, text, ROW, block.page, block.section)
+                    for s, e, text in _pdf_table_rows(block.text)]
         offset += len(block.text) + len(BLOCK_SEPARATOR)
-    return out if pdf else _announced_snippets(out)
+    if pdf:
+        return sorted(out, key=lambda x: (x.start, x.role == ROW))  # a row after the sentence it is glued into
+    return _announced_snippets(out)
+
+
+def _markdown_row(text: str) -> bool:
+    """A markdown table row short enough to quote alone: two cells or more, words in one; not the
+    ``|---|---|`` separator. A file listing or a settings table says its facts only in rows."""
+    if not (text.startswith("|") and text.endswith("|")) or len(text) > ROW_CHARS:
+        return False
+    cells = [c.strip() for c in text.strip("|").split("|")]
+    return len(cells) >= 2 and any(sum(ch.isalpha() for ch in c) >= 3 for c in cells)
+
+
+def _numeric_row(line: str) -> bool:
+    """A PDF line that is a row of figures: short, at least a third of its tokens hold a digit, and it
+    does not end as a sentence or a wrapped clause does (prose lines with a number in them stay prose)."""
+    words = line.split()
+    return 0 < len(words) <= 14 and len(line) <= 100 and sum(any(ch.isdigit() for ch in w) for w in words) * 3 >= \
+        len(words) and not re.search(r"[.,;:]$", line)
+
+
+_TABLE_CAPTION_LINE = re.compile(r"^\s*Table\s*[\dIVX]+\s*[:.|]")
+#: A wrapped prose line ends on a small word; a table's header line does not.
+_DANGLING = re.compile(r"\b(?:a|an|the|of|to|in|on|for|with|by|from|and|or|that|which|is|are|be|as|at|when|"
+                       r"where|if|than|into|via|per)$", re.I)
+
+
+def _pdf_table_rows(block: str) -> Iterator[tuple[int, int, str]]:
+    """(start, end, text) of the rows of each small table in a PDF block's text: the runs of at least
+    two numeric lines right above or below a "Table N:" caption line, with the header line above them.
+
+    In PDF text a table is glued into the sentence around it ("... performance when the ≈ #machine ×
+    time # of jobs failure rate 100 hours 13,187 7.8% ... Table 1: Statistics ..."), a caption that is
+    never quoted, so the figure a question asks for could not be. A row alone is short and whole.
+    """
+    lines: list[tuple[int, int, str]] = []
+    pos = 0
+    for line in block.split("\n"):
+        lines.append((pos, pos + len(line), line.strip()))
+        pos += len(line) + 1
+    taken: set[int] = set()
+    for i, (_, _, text) in enumerate(lines):
+        if not _TABLE_CAPTION_LINE.match(text):
+            continue
+        above = i - 1
+        while above >= 0 and _numeric_row(lines[above][2]):
+            above -= 1
+        run = list(range(above + 1, i))
+        if len(run) < 2:  # the caption may sit above its table: skip its wrapped lines, then the rows
+            j = i
+            while j < min(i + 4, len(lines)) and not lines[j][2].endswith("."):
+                j += 1
+            k = j + 1
+            while k < len(lines) and _numeric_row(lines[k][2]):
+                k += 1
+            run, above = list(range(j + 1, k)), -1
+        if len(run) < 2:
+            continue
+        header = lines[above][2] if above >= 0 else ""
+        if header and len(header) <= 80 and not _DANGLING.search(header) and not header.endswith(".") \
+                and sum(ch.isalpha() for ch in header) >= 3:
+            run.insert(0, above)
+        for r in run:
+            if r not in taken:
+                taken.add(r)
+                yield lines[r][0], lines[r][1], " ".join(lines[r][2].split())
 
 
 def _snippet_line(text: str) -> bool:
-    """A line of code or a command short enough to quote: not a table row, a fence, a lone bracket or BibTeX."""
+    """A line of code or a command short enough to quote: not a table row, a fence, a lone bracket or
+    BibTeX, nor a markdown heading (a ``#`` line is code only when it holds code: commented-out code)."""
+    if text.startswith("# ") and not _CODE_TOKENS.search(text):
+        return False
     return (len(text) <= SNIPPET_CHARS and sum(ch.isalpha() for ch in text) >= 3
-            and not re.match(r"^(?:\||```|@\w+\{|#\s)", text))
+            and not re.match(r"^(?:\||```|@\w+\{)", text))
+
+
+#: A command line: a flag (``--num-experts 64``), a shell prompt, or a program given flags.
+_COMMAND_LINE = re.compile(r"^(?:\$\s+\S|--?[a-zA-Z][\w-]*(?:[\s=]|$)|[\w./-]+\s+(?:\S+\s+)*--[a-z][\w-]*)")
+
+
+def _announces(sentences: list[Sentence], i: int) -> int:
+    """How many code lines after sentence ``i`` it announces (0: none).
+
+    A sentence ending in ':' announces up to SNIPPET_LINES; a code comment explains the one line under it
+    ("# ... configure the run's persistent storage ..." over ``run_config=RunConfig(storage_path=...)``);
+    a prose sentence followed by a short run of command lines that ends before more prose
+    ("Distribute experts across GPUs." over ``--num-experts 64``) is shown by them.
+    """
+    s = sentences[i]
+    if s.role not in (PROSE, ITEM):
+        return 0
+    if s.text.endswith(":"):
+        return SNIPPET_LINES
+    if _COMMENT.match(s.text):
+        return 1
+    run = 0
+    while i + 1 + run < len(sentences) and _COMMAND_LINE.match(sentences[i + 1 + run].text) and \
+            sentences[i + 1 + run].role in (CODE, HEADING):
+        run += 1
+    after = sentences[i + 1 + run] if i + 1 + run < len(sentences) else None
+    ends = after is None or after.role in (PROSE, ITEM) or after.role == HEADING and not _COMMAND_LINE.match(after.text)
+    return run if 0 < run <= SNIPPET_LINES and ends else 0
 
 
 def _announced_snippets(sentences: list[Sentence]) -> list[Sentence]:
-    """The code lines right after a sentence ending in ':' become SNIPPETs (up to SNIPPET_LINES).
+    """The code lines a sentence announces (:func:`_announces`) become SNIPPETs.
 
     "TensorFlow can grow its memory gradually by (if desired):" says nothing without the
     ``config.gpu_options.allow_growth = True`` after it; as code, that line was never quotable, so
@@ -181,9 +296,8 @@ def _announced_snippets(sentences: list[Sentence]) -> list[Sentence]:
     """
     out = list(sentences)
     for i, s in enumerate(sentences):
-        if s.role not in (PROSE, ITEM) or not s.text.endswith(":"):
-            continue
-        for j in range(i + 1, min(i + 1 + SNIPPET_LINES, len(out))):
+        n = _announces(sentences, i)
+        for j in range(i + 1, min(i + 1 + n, len(out))):
             nxt = out[j]
             if nxt.role not in (CODE, HEADING) or nxt.page != s.page or not _snippet_line(nxt.text):
                 break
@@ -262,6 +376,8 @@ def for_answer(text: str) -> str:
     """A sentence as an answer quotes it: the source's reference markers, print stamps and a glued
     heading removed."""
     t = _STAMP.sub("", text)
+    if _COMMENT.match(t):  # a code comment reads as prose without its markers and step label ("# [5a]")
+        t = re.sub(r"^\[\w{1,4}\]\s*", "", re.sub(r"(?:^|\s)(?:#|//)\s+", " ", t).strip())
     t = _REF_MARK.sub("", t)
     t = _SUPERSCRIPT.sub("", t)
     m = _LEADING_HEADING.match(t)

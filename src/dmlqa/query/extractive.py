@@ -30,6 +30,7 @@ import numpy as np
 from dmlqa.extract.sentences import (
     ITEM,
     PROSE,
+    ROW,
     SNIPPET,
     for_answer,
     leans_back,
@@ -59,6 +60,10 @@ LEAN_BACK_STEPS = 2
 READ_ON = True
 #: Score taken off a sentence the previous answer already quoted (follow-ups).
 AVOIDED = 1.0
+#: How far back from a table row its header row is looked for.
+HEADER_STEPS = 12
+#: A sentence that points at a table: the table's best-matching row is quoted with it.
+_REFERS_TABLE = re.compile(r"\bTable\s+[\dIVX]+\b|\b(?:the )?(?:following|below) table\b|\btable below\b")
 
 
 @dataclass(frozen=True)
@@ -283,6 +288,23 @@ def choose(
         order.insert(1, top)
         required.add(top)
 
+    def header_of(row: Candidate) -> Candidate | None:
+        """The first row of the table ``row`` is in (its header): a row alone may not say what its
+        columns are. The rows between them that are not stored (the markdown separator, an empty row)
+        are skipped, two at most."""
+        top, gap = None, 0
+        for step in range(1, HEADER_STEPS):
+            prev = neighbour(row, -step)
+            if prev is None:
+                gap += 1
+                if gap > 2:
+                    break
+                continue
+            if prev.role != ROW:
+                break
+            top, gap = prev, 0
+        return top
+
     chosen: list[int] = []
     covered: set[str] = set()
     words = 0
@@ -299,6 +321,11 @@ def choose(
                 continue  # adds nothing the answer does not already say
             if words + n_words > MAX_WORDS:
                 continue
+            if cands[idx].role == ROW and any(cands[j].role == ROW and cands[j].doc_id == cands[idx].doc_id
+                                              for j in chosen):
+                continue  # a row of a document, not its whole table: the rest are no better bet
+            if cands[idx].role == ROW and header_of(cands[idx]) is None:
+                continue  # a table's header row alone states nothing; it comes with a row of its own
         chosen.append(idx)
         covered |= cand_terms[idx] & focus
         words += n_words
@@ -318,9 +345,35 @@ def choose(
             got.append(nxt)
         return got
 
+    def snippets_after(c: Candidate) -> list[Candidate]:
+        """The code lines a sentence announces without a colon (a comment over its line, a sentence over
+        a few command lines): stored as SNIPPETs only when announced, so every one right after goes."""
+        got: list[Candidate] = []
+        for step in range(1, 4):
+            nxt = neighbour(c, step)
+            if nxt is None or nxt.role != SNIPPET or nxt in picked:
+                break
+            got.append(nxt)
+        return got
+
+    def table_row(c: Candidate) -> list[Candidate]:
+        """For a sentence pointing at a table ("... in Table 1"), the row of that document holding
+        most of the question's terms (with its header): the figure asked for is in a row."""
+        rows = [i for i, x in enumerate(cands) if x.role == ROW and x.doc_id == c.doc_id and cands[i] not in picked]
+        heads = {i: header_of(cands[i]) for i in rows}
+        rows = [i for i in rows if heads[i] is not None]  # a header row is no row of figures
+        if not rows or any(x.role == ROW and x.doc_id == c.doc_id for x in picked):
+            return []  # no row, or the ranking chose one already
+        top = max(rows, key=lambda i: overlap[i])
+        return [heads[top], cands[top]] if overlap[top] > 0 else []
+
     out: list[Candidate] = []
     for rank, c in enumerate(picked):
         block = [c]
+        if c.role == ROW:
+            head = header_of(c)
+            if head is not None and head not in picked:
+                block.insert(0, head)
         head = c
         for _ in range(LEAN_BACK_STEPS):  # "That is to say, ..." after "Though ..." after the fact
             if not leans_back(head.text):
@@ -330,8 +383,10 @@ def choose(
                 break
             block.insert(0, prev)
             head = prev
-        listed = items_after(c) if leans_forward(c.text) else []
+        listed = items_after(c) if leans_forward(c.text) else snippets_after(c)
         block += listed
+        if _REFERS_TABLE.search(c.text):
+            block += table_row(c)
         if not listed and (rank == 0 or leans_forward(c.text)) and FOLLOW and words < FOLLOW_MAX_WORDS:
             # A sentence announcing what follows ("... on 8 GPUs:") says nothing without it, whatever
             # its rank; when no list follows, the next sentence is what it announced.
@@ -411,7 +466,9 @@ def compose(chosen: Sequence[Candidate], hits: Sequence[Hit], *, question: str =
             numbers[key] = len(numbers) + 1
         quotes.setdefault(key, []).append(c.text)
         text = for_answer(c.text) if c.role != SNIPPET else f"`{c.text}`"  # code is quoted as written
-        if c.role in (ITEM, SNIPPET):
+        if c.role == ROW:  # a table row reads as a list item, its cells apart
+            text = " | ".join(cell.strip() for cell in text.strip("|").split("|"))
+        if c.role in (ITEM, SNIPPET, ROW):
             items.append(f"- {text.lstrip('-*•▪●◦‣ ').strip()} [{numbers[key]}]")
             continue
         if items:
