@@ -12,6 +12,7 @@ from dmlqa.catalog.urls import (
     address,
     arxiv_id,
     arxiv_year,
+    bare_arxiv_id,
     canonicalize,
     doi,
     github_repo,
@@ -285,3 +286,13 @@ def test_arxiv_year() -> None:
     assert arxiv_year("1910.02054") == 2019 and arxiv_year("2205.05198v1") == 2022
     assert arxiv_year("cs/0112017") == 2001 and arxiv_year("math.GT/9903123") == 1999
     assert arxiv_year("2213.00001") is None and arxiv_year(None) is None
+
+
+@pytest.mark.parametrize(("written", "ident"), [
+    ("1910.02054", "1910.02054"), ("arXiv:1910.02054v3", "1910.02054"), ("arXiv : 1910.02054", "1910.02054"),
+    ("https://arxiv.org/pdf/1910.02054v2", "1910.02054"), ("hep-th/9901001v2", "hep-th/9901001"),
+    ("math.GT/0309136", "math.GT/0309136"), ("1910.02054 v2", None), ("10.1145/3341301", None), ("", None),
+    (None, None), ("https://example.org/abs/1910.02054", None),
+])
+def test_bare_arxiv_id_reads_what_references_libraries_and_pages_write(written: str | None, ident: str | None) -> None:
+    assert bare_arxiv_id(written) == ident

@@ -36,8 +36,8 @@ from urllib.parse import quote, urlencode
 
 from dmlqa.acquire.fetch import Fetcher
 from dmlqa.acquire.pacing import paced_fetch
-from dmlqa.acquire.pagemeta import PageMeta, bare_arxiv_id, find_doi, page_meta, url_doi
-from dmlqa.catalog.urls import arxiv_id, guess_kind, is_url_title, site, title_key
+from dmlqa.acquire.pagemeta import PageMeta, find_doi, page_meta, url_doi
+from dmlqa.catalog.urls import arxiv_id, bare_arxiv_id, guess_kind, is_url_title, site, title_key
 from dmlqa.errors import FetchError
 from dmlqa.models import FetchResult
 

@@ -15,7 +15,7 @@ from dataclasses import dataclass
 from html.parser import HTMLParser
 from urllib.parse import unquote, urlsplit
 
-from dmlqa.catalog.urls import absolute_link, arxiv_id
+from dmlqa.catalog.urls import absolute_link, arxiv_id, bare_arxiv_id
 
 #: Only so much of a page is read: the head, where the tags are, comes first.
 _PAGE_LIMIT = 2 * 1024 * 1024
@@ -25,7 +25,6 @@ _MAX_LINKED = 20
 #: A DOI anywhere in a string: ``10.<registrant>/<suffix>``, the suffix up to white space or quotes.
 _DOI = re.compile(r"\b(10\.\d{4,9}/[^\s\"'<>]+)")
 #: A bare arXiv id as ``citation_arxiv_id`` or ``arXiv:`` spells it (the version is dropped).
-_ARXIV_BARE = re.compile(r"^(?:arxiv:)?\s*(\d{4}\.\d{4,5}|[a-z][a-z-]*(?:\.[A-Z]{2})?/\d{7})(?:v\d+)?$", re.I)
 
 _TITLE_NAMES = ("citation_title", "dc.title", "prism.title")
 _DOI_NAMES = ("citation_doi", "prism.doi", "bepress_citation_doi", "dc.identifier", "dc.identifier.doi")
@@ -71,17 +70,6 @@ def url_doi(url: str) -> str | None:
     except ValueError:
         return None
     return find_doi(path)
-
-
-def bare_arxiv_id(text: str) -> str | None:
-    """``1910.02054`` for ``1910.02054``, ``arXiv:1910.02054v3`` or any arXiv abs/pdf URL, else None."""
-    text = (text or "").strip()
-    if not text:
-        return None
-    m = _ARXIV_BARE.match(text)
-    if m:
-        return m.group(1)
-    return arxiv_id(text) if "://" in text else None
 
 
 class _MetaParser(HTMLParser):

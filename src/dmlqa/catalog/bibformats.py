@@ -29,7 +29,7 @@ from pathlib import Path, PureWindowsPath
 from typing import Any
 from urllib.parse import quote, unquote
 
-from dmlqa.catalog.urls import address, arxiv_id, canonicalize, guess_kind
+from dmlqa.catalog.urls import address, arxiv_id, bare_arxiv_id, canonicalize, guess_kind
 from dmlqa.errors import LibraryError
 from dmlqa.models import ET_AL
 
@@ -152,14 +152,6 @@ def normal_doi(value: str) -> str | None:
     """A bare DOI from ``10.x/y``, ``doi:10.x/y`` or a doi.org URL; None when it is none of them."""
     v = unquote(_DOI_PREFIX.sub("", value.strip())).strip().rstrip(".")
     return v if _DOI.fullmatch(v) else None
-
-
-def normal_arxiv(value: str) -> str | None:
-    """A bare arXiv id (no version) from ``1910.02054v3``, ``arXiv:1910.02054`` or an arXiv URL."""
-    v = value.strip()
-    if "://" not in v:
-        v = "https://arxiv.org/abs/" + re.sub(r"^arxiv\s*:\s*", "", v, flags=re.IGNORECASE)
-    return arxiv_id(v)
 
 
 def read_library(path: Path, *, max_bytes: int | None = None) -> ParsedLibrary:
@@ -311,7 +303,7 @@ def _bib_entry(entry: Any, where: str, base: Path, decoder: Any) -> tuple[Librar
         url = _web_url(link, where, notes)
     aid = _bib_arxiv(raw, decoded, doi, url)
     if doi and _ARXIV_DOI.match(doi):
-        aid = aid or normal_arxiv(_ARXIV_DOI.match(doi).group(1))
+        aid = aid or bare_arxiv_id(_ARXIV_DOI.match(doi).group(1))
     title = decoded.get("title", "")
     etype = entry.entry_type.lower()
     kind = _kind(etype in _BIB_PAPER_TYPES, aid, doi, url, title, software=etype == "software",
@@ -329,11 +321,11 @@ def _bib_arxiv(raw: dict[str, str], decoded: dict[str, str], doi: str | None, ur
     like one), Mendeley's ``arxivId``, an arXiv URL, or "arXiv:ID" in its journal or note."""
     prefix = (raw.get("archiveprefix") or raw.get("eprinttype") or "").strip().lower()
     if raw.get("eprint") and prefix in ("", "arxiv"):
-        found = normal_arxiv(raw["eprint"])
+        found = bare_arxiv_id(raw["eprint"])
         if found:
             return found
     if raw.get("arxivid"):
-        found = normal_arxiv(raw["arxivid"])
+        found = bare_arxiv_id(raw["arxivid"])
         if found:
             return found
     if url and arxiv_id(url):
@@ -341,7 +333,7 @@ def _bib_arxiv(raw: dict[str, str], decoded: dict[str, str], doi: str | None, ur
     for key in ("journal", "journaltitle", "note", "howpublished"):
         m = _ARXIV_IN_TEXT.search(decoded.get(key) or raw.get(key) or "")
         if m:
-            return normal_arxiv(m.group(1))
+            return bare_arxiv_id(m.group(1))
     return None
 
 
@@ -542,11 +534,11 @@ def _csl_entry(item: dict[str, Any], key: str, where: str, notes: list[EntryProb
     url = _web_url(_text(item["URL"]), where, notes) if item.get("URL") else None
     aid = arxiv_id(url) if url else None
     if doi and _ARXIV_DOI.match(doi):
-        aid = aid or normal_arxiv(_ARXIV_DOI.match(doi).group(1))
+        aid = aid or bare_arxiv_id(_ARXIV_DOI.match(doi).group(1))
     for k in ("number", "archive_location", "note", "container-title"):
         m = _ARXIV_IN_TEXT.search(_text(item.get(k)))
         if aid is None and m:
-            aid = normal_arxiv(m.group(1))
+            aid = bare_arxiv_id(m.group(1))
     ctype = _text(item.get("type")).lower()
     venue = _text(item.get("container-title")) or _text(item.get("event-title")) or _text(item.get("event")) or None
     return LibraryEntry(

@@ -21,6 +21,8 @@ from urllib.parse import parse_qsl, quote, unquote, urlencode, urljoin, urlsplit
 _ARXIV_ID = r"(?P<id>\d{4}\.\d{4,5}|[a-z][a-z-]*(?:\.[A-Z]{2})?/\d{7})"
 _ARXIV_PATH = re.compile(rf"^/(?:abs|pdf|html|format)/{_ARXIV_ID}(?:v\d+)?(?:\.pdf)?/?$", re.IGNORECASE)
 _ARXIV_HOSTS = {"arxiv.org", "export.arxiv.org"}
+#: an id as a person or a page writes it: ``1910.02054``, ``arXiv:1910.02054v3``, ``arXiv: hep-th/9901001``
+_ARXIV_BARE = re.compile(rf"^(?:arxiv\s*:\s*)?{_ARXIV_ID}(?:v\d+)?$", re.IGNORECASE)
 
 #: A DOI as it appears in a path: ``10.<registrant>/<suffix>``.
 _DOI_IN_PATH = re.compile(r"^/(?:doi/(?:(?:abs|pdf|full|epdf|fullhtml|book)/)?)?(?P<doi>10\.\d{4,9}/\S+)$",
@@ -264,6 +266,16 @@ def arxiv_id(url: str) -> str | None:
     if host not in _ARXIV_HOSTS:
         return None
     m = _ARXIV_PATH.match(path)
+    return m.group("id") if m else None
+
+
+def bare_arxiv_id(text: str | None) -> str | None:
+    """The arXiv id (no version) written as ``1910.02054``, ``arXiv:1910.02054v3`` or an arXiv URL,
+    else None: the one reading of an id that a reference, a library entry or a landing page gives."""
+    text = (text or "").strip()
+    if "://" in text:
+        return arxiv_id(text)
+    m = _ARXIV_BARE.match(text)
     return m.group("id") if m else None
 
 

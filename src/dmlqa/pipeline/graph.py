@@ -45,7 +45,7 @@ from difflib import SequenceMatcher
 from typing import TYPE_CHECKING
 from urllib.parse import urlsplit
 
-from dmlqa.catalog.urls import arxiv_id, canonicalize, doi, is_url_title
+from dmlqa.catalog.urls import arxiv_id, bare_arxiv_id, canonicalize, doi, is_url_title
 from dmlqa.models import CitationLink, Document, Reference
 from dmlqa.pipeline.works import title_key
 
@@ -73,8 +73,6 @@ MIN_NAME_CHARS = 4
 
 _NAME_WORDS = re.compile(r"[a-z0-9]+")
 _ARXIV_DOI = re.compile(r"^10\.48550/arxiv\.(?P<id>.+)$", re.IGNORECASE)
-_ARXIV_REF = re.compile(r"^(?:arxiv:)?(?P<id>\d{4}\.\d{4,5}|[a-z][a-z-]*(?:\.[a-z]{2})?/\d{7})(?:v\d+)?$",
-                        re.IGNORECASE)
 
 
 @dataclass(frozen=True)
@@ -100,12 +98,9 @@ class GraphResult:
 
 
 def normal_arxiv(value: str | None) -> str | None:
-    """An arXiv id without version or ``arXiv:`` prefix (old-style ids lower-cased), else None."""
-    m = _ARXIV_REF.match((value or "").strip())
-    if not m:
-        return None
-    ident = m.group("id")
-    return ident.lower() if "/" in ident else ident
+    """:func:`~dmlqa.catalog.urls.bare_arxiv_id`, old-style ids lower-cased: the graph's matching key."""
+    ident = bare_arxiv_id(value)
+    return ident.lower() if ident and "/" in ident else ident
 
 
 def normal_doi(value: str | None) -> str | None:
