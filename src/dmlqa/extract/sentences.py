@@ -74,10 +74,13 @@ def _spans(text: str, base: int) -> Iterator[tuple[int, int]]:
         yield base + start, base + len(text)
 
 
+#: Small words a wrapped line of prose may stop on (articles, prepositions, conjunctions, copulas).
+_LINKING = "a|an|the|of|to|in|on|for|with|by|from|and|or|that|which|is|are|be|as|at|than|into|via|per"
 #: A line that stops mid-sentence: no closing punctuation, or a dangling comma, hyphen or small word.
-_OPEN_END = re.compile(r"(?:[,\-–(]|\b(?:a|an|the|of|to|in|on|for|with|by|from|and|or|that|which|is|are|be|as|"
-                       r"at|its|their|this|these|than|into|via|per|when|where|if|not|can|may|will|should)|[^.!?:;\"'”’)\]|])$",
-                       re.I)
+_OPEN_END = re.compile(rf"(?:[,\-–(]|\b(?:{_LINKING}|its|their|this|these|when|where|if|not|can|may|will|should)|"
+                       r"[^.!?:;\"'”’)\]|])$", re.I)
+#: A line ending on a linking word (or on a determiner): the sentence surely goes on.
+_ENDS_LINKED = re.compile(rf"\b(?:{_LINKING}|its|their|this|these)$", re.I)
 #: A line that cannot continue prose: a list item, a table row, code, a quote, a heading mark.
 _NOT_CONTINUATION = re.compile(r"^\s*(?:[|#>`{}<$]|[-*•▪●◦‣]\s|\d{1,2}[.)]\s|[a-z][.)]\s|(?:import|from|def|class|"
                                r"return|for|if|while|with|print)\b)")
@@ -111,8 +114,7 @@ def _continues(line: str, nxt: str) -> bool:
     if letters < 0.85 * len(head):
         return False  # code or a formula, not wrapped prose
     return tail[:1].islower() or re.search(r"[,\-–(]$|\b[a-z]+$", head) is not None and \
-        re.search(r"\b(?:a|an|the|of|to|in|on|for|with|by|from|and|or|that|which|is|are|be|as|at|its|their|"
-                  r"this|these|than|into|via|per)$", head, re.I) is not None
+        _ENDS_LINKED.search(head) is not None
 
 
 def _paragraphs(block: str, pdf: bool) -> Iterator[tuple[int, int, bool]]:
@@ -205,8 +207,7 @@ def _numeric_row(line: str) -> bool:
 
 _TABLE_CAPTION_LINE = re.compile(r"^\s*Table\s*[\dIVX]+\s*[:.|]")
 #: A wrapped prose line ends on a small word; a table's header line does not.
-_DANGLING = re.compile(r"\b(?:a|an|the|of|to|in|on|for|with|by|from|and|or|that|which|is|are|be|as|at|when|"
-                       r"where|if|than|into|via|per)$", re.I)
+_DANGLING = re.compile(rf"\b(?:{_LINKING}|when|where|if)$", re.I)
 
 
 def _pdf_table_rows(block: str) -> Iterator[tuple[int, int, str]]:
