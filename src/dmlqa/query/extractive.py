@@ -229,6 +229,13 @@ class Choice:
     best_terms: float  # the weighted term share of the best sentence
 
 
+def _overlap(terms: set[str], cand_terms: Sequence[set[str]]) -> np.ndarray:
+    """Share of the weight of ``terms`` (:func:`_term_weights`) each candidate's terms hold."""
+    weights = _term_weights(terms, cand_terms)
+    total = sum(weights.values()) or 1.0
+    return np.array([sum(w for t, w in weights.items() if t in ct) / total for ct in cand_terms], np.float32)
+
+
 def choose(
     question: str,
     qvec: np.ndarray,
@@ -257,17 +264,14 @@ def choose(
     terms = question_terms(question)
     focus = terms - set(exclude_terms) - known_terms(question) or terms
     cand_terms = [set(tokenize(c.text)) for c in cands]
-    weights = _term_weights(focus, cand_terms)
-    total = sum(weights.values()) or 1.0
-    overlap = np.array([sum(w for t, w in weights.items() if t in ct) / total for ct in cand_terms], np.float32)
+    overlap = _overlap(focus, cand_terms)
     sims = vectors @ qvec if len(vectors) else np.zeros(len(cands), np.float32)
     kinds = answer_kinds(question)
     kind = np.array([max((1.0 if p.search(c.text) else 0.0 for p in kinds), default=0.0) for c in cands],
                     np.float32)
     prior = np.array([1.0 / (1 + c.hit) for c in cands], np.float32)
-    scores = W_SIM * sims + W_TERMS * overlap + W_KIND * kind + W_PRIOR * prior
-    if avoid:
-        scores = scores - np.array([AVOIDED if c.text in avoid else 0.0 for c in cands], np.float32)
+    penalty = np.array([AVOIDED if c.text in avoid else 0.0 for c in cands], np.float32)
+    scores = W_SIM * sims + W_TERMS * overlap + W_KIND * kind + W_PRIOR * prior - penalty
     order = [int(i) for i in np.argsort(-scores)]
     best = order[0]
     required: set[int] = set()  # the best sentence of each further ask: kept however it scores overall
@@ -275,12 +279,7 @@ def choose(
         part_terms = question_terms_strict(part) - set(exclude_terms)
         if not part_terms or not len(vectors):
             continue
-        pw = _term_weights(part_terms, cand_terms)
-        ptotal = sum(pw.values()) or 1.0
-        pover = np.array([sum(w for t, w in pw.items() if t in ct) / ptotal for ct in cand_terms], np.float32)
-        pscores = W_SIM * (vectors @ pvec) + W_TERMS * pover + W_PRIOR * prior
-        if avoid:
-            pscores = pscores - np.array([AVOIDED if c.text in avoid else 0.0 for c in cands], np.float32)
+        pscores = W_SIM * (vectors @ pvec) + W_TERMS * _overlap(part_terms, cand_terms) + W_PRIOR * prior - penalty
         top = int(np.argmax(pscores))
         if top in order[:1]:
             continue
