@@ -46,7 +46,8 @@ def server() -> Iterator[FakeOpenAI]:
 
 
 def backend(server: FakeOpenAI, **kw: object) -> LLMBackend:
-    params: dict[str, object] = {"base_url": server.url, "model": "fake-model", "timeout": 5.0}
+    # Generous: a busy machine can be slow to answer; tests of timeouts pass their own, with a server that hangs.
+    params: dict[str, object] = {"base_url": server.url, "model": "fake-model", "timeout": 60.0}
     params.update(kw)
     return LLMBackend(LLMConfig(**params))  # type: ignore[arg-type]
 
@@ -205,10 +206,9 @@ def test_closing_the_stream_early_leaves_the_backend_usable(server: FakeOpenAI) 
 def test_server_that_hangs_times_out(server: FakeOpenAI) -> None:
     server.queue(Reply(hang=True))
     llm = backend(server, timeout=1.0)
-    start = time.monotonic()
     with pytest.raises(LLMError) as err:
         llm.complete("q?", PASSAGES)
-    assert time.monotonic() - start < 4
+    assert len(server.requests) == 1  # given up, not retried
     assert err.value.reason == f"LLM endpoint {server.url} timed out after 1s (no reply)"
     assert isinstance(err.value, DmlqaError)
 
@@ -216,21 +216,19 @@ def test_server_that_hangs_times_out(server: FakeOpenAI) -> None:
 def test_stream_that_stalls_mid_answer_times_out(server: FakeOpenAI) -> None:
     server.queue(Reply(text="one two three four", hang_after=2))
     got: list[str] = []
-    start = time.monotonic()
     with pytest.raises(LLMError, match=r"timed out after 1s \(stalled mid-answer\)"):
         for delta in backend(server, timeout=1.0).stream("q?", PASSAGES):
             got.append(delta)
     assert got == ["one ", "two "]
-    assert time.monotonic() - start < 4
+    assert len(server.requests) == 1
 
 
 def test_answer_that_never_ends_hits_the_total_deadline(server: FakeOpenAI) -> None:
-    # Each delta comes well within the read timeout, but the whole answer would take 6 s.
+    # Each delta comes well within the read timeout (60 s, so a busy machine cannot make one late), but the
+    # whole answer would take 6 s.
     server.queue(Reply(chunks=["tick "] * 30, delay_between=0.2))
-    start = time.monotonic()
     with pytest.raises(LLMError, match=r"timed out after 1\.5s \(the answer took too long to finish\)"):
-        backend(server, timeout=1.0, total_timeout=1.5).complete("q?", PASSAGES)
-    assert time.monotonic() - start < 4
+        backend(server, timeout=60.0, total_timeout=1.5).complete("q?", PASSAGES)
 
 
 def test_http_500_raises_with_status_and_message(server: FakeOpenAI) -> None:

@@ -58,7 +58,8 @@ def server() -> Iterator[FakeOpenAI]:
 
 
 def backend(server: FakeOpenAI, **kw: Any) -> LLMBackend:
-    return LLMBackend(LLMConfig(base_url=server.url, model="fake-model", timeout=kw.pop("timeout", 5.0), **kw))
+    # Generous by default: a busy machine can be slow to answer.
+    return LLMBackend(LLMConfig(base_url=server.url, model="fake-model", timeout=kw.pop("timeout", 60.0), **kw))
 
 
 def no_reasoning(text: str) -> None:
@@ -126,8 +127,9 @@ def test_reasoning_content_deltas_are_never_shown(server: FakeOpenAI) -> None:
 
 def test_long_reasoning_keeps_the_stream_alive(server: FakeOpenAI) -> None:
     """Reasoning deltas are not shown, but they count as the model working: no 'no reply' timeout."""
-    server.queue(Reply(text=ANSWER, reasoning=["thinking SECRET "] * 6, delay_between=0.2))
-    assert backend(server, timeout=0.6).complete("q?", PASSAGES) == ANSWER
+    # 3 s of reasoning against a 2 s "no reply" limit, with gaps (0.1 s) far inside it even on a busy machine.
+    server.queue(Reply(text=ANSWER, reasoning=["thinking SECRET "] * 30, delay_between=0.1))
+    assert backend(server, timeout=2.0).complete("q?", PASSAGES) == ANSWER
 
 
 def test_a_reply_that_is_only_reasoning_is_an_error(server: FakeOpenAI) -> None:

@@ -23,7 +23,8 @@ PDF = b"%PDF-1.5\n1 0 obj\n<<>>\nendobj\n%%EOF\n"
 
 
 def config(**changes: Any) -> FetchConfig:
-    base: dict[str, Any] = {"allow_private_hosts": True, "timeout": 2.0, "retries": 0, "backoff": 0.01}
+    # A generous timeout: with no retries, a slow answer from a busy machine would fail the test.
+    base: dict[str, Any] = {"allow_private_hosts": True, "timeout": 60.0, "retries": 0, "backoff": 0.01}
     base.update(changes)
     return FetchConfig(**base)
 

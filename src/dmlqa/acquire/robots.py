@@ -9,10 +9,11 @@ requests pass the same scheme, address, retry and size guards as any other.
 from __future__ import annotations
 
 import logging
-import urllib.robotparser
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from urllib.parse import urljoin
+
+from protego import Protego
 
 from dmlqa.acquire.http import ROBOTS_MAX_REDIRECTS, status_text
 
@@ -38,15 +39,21 @@ RobotsHop = Callable[[str], Awaitable["RobotsAnswer | str"]]
 
 @dataclass
 class RobotsPolicy:
-    """robots.txt of one origin: a parser, or a blanket verdict with the reason for it."""
+    """robots.txt of one origin: a parser, or a blanket verdict with the reason for it.
 
-    parser: urllib.robotparser.RobotFileParser | None = None
+    The parser is protego, not ``urllib.robotparser``: the standard library predates RFC 9309, so it
+    reads ``*`` and ``$`` in paths literally and applies the first matching rule where the RFC says
+    the longest match wins (and Allow wins a tie), refusing what a site allows and fetching what it
+    forbids.
+    """
+
+    parser: Protego | None = None
     allow_all: bool = False
     reason: str = "disallowed by robots.txt"
 
     def allows(self, agent: str, url: str) -> bool:
         if self.parser is not None:
-            return self.parser.can_fetch(agent, url)
+            return self.parser.can_fetch(url, agent)
         return self.allow_all
 
     def crawl_delay(self, agent: str) -> float | None:
@@ -74,7 +81,7 @@ def robots_agent(user_agent: str) -> str:
 async def load_robots(origin: str, hop: RobotsHop) -> RobotsPolicy:
     """Fetch and judge ``origin/robots.txt`` following RFC 9309 2.3.1.
 
-    * 2xx: parse it (urllib.robotparser; the fetcher keeps the first 512 KiB only).
+    * 2xx: parse it (protego, RFC 9309 matching; the fetcher keeps the first 512 KiB only).
     * 4xx (e.g. 401, 403, 404, 410) "unavailable": everything is allowed.
     * 429, 5xx, or no answer at all after the usual retries "unreachable": RFC 9309 says
       assume complete disallow, so every URL of the origin is refused for the fetcher's
@@ -100,9 +107,8 @@ async def load_robots(origin: str, hop: RobotsHop) -> RobotsPolicy:
             url = urljoin(url, answer.location)
             continue
         if 200 <= status < 300:
-            parser = urllib.robotparser.RobotFileParser(url)
-            parser.parse(answer.body.decode("utf-8", errors="replace").splitlines())
-            return RobotsPolicy(parser=parser)
+            # utf-8-sig: a leading byte-order mark would otherwise hide the first line's directive.
+            return RobotsPolicy(parser=Protego.parse(answer.body.decode("utf-8-sig", errors="replace")))
         if 400 <= status < 500 and status != 429:
             return RobotsPolicy(allow_all=True)
         text = status_text(status, answer.reason)
