@@ -48,7 +48,7 @@ def main() -> None:
         return searcher, Asker(searcher)
 
     searcher, _ = fresh()
-    version = searcher.version
+    version = searcher.pin()
     result: dict = {"index": {"chunks": version.size, "documents": len(version.docs)}}
     result["search_k10"] = timed(lambda q: searcher.search(q, SearchOptions(k=10)), texts)
     searcher, _ = fresh()

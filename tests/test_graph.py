@@ -249,7 +249,7 @@ def searcher(home: Path) -> Searcher:
 
 
 def test_version_stores_and_reads_the_links(searcher: Searcher, graph) -> None:  # noqa: ANN001
-    v = searcher.version
+    v = searcher.pin()
     assert v.has_citations and v.meta["citations"] == len(graph.links)
     stored = v.citations(citing="doi:10.1145/3341301.3359646")
     assert [r.link.reference.ordinal for r in stored] == [1, 2, 3, 4]
@@ -276,7 +276,7 @@ def test_a_version_without_the_table_reads_as_empty(home: Path, tmp_path: Path) 
 
 
 def test_cites_lists_documents_with_contexts_then_the_rest(searcher: Searcher) -> None:
-    res = cites(searcher.version, "arxiv:1909.08053")
+    res = cites(searcher.pin(), "arxiv:1909.08053")
     assert [i.doc_id for i in res.items] == ["arxiv:1811.06965", "doi:10.1145/3341301.3359646"]
     assert res.items[0].context == "Pipeline parallelism such as GPipe [1] splits layers into stages."
     assert [(u.title, u.year) for u in res.unresolved] == [("Attention is all you need", 2017), (ADAM, 2015)]
@@ -284,21 +284,21 @@ def test_cites_lists_documents_with_contexts_then_the_rest(searcher: Searcher) -
     assert set(d) == {"target", "items", "unresolved"} and d["target"]["doc_id"] == "arxiv:1909.08053"
     assert set(d["items"][0]) == {"doc_id", "title", "url", "year", "context"}
     assert set(d["unresolved"][0]) == {"title", "year", "arxiv_id", "doi"}
-    assert len(cites(searcher.version, "arxiv:1909.08053", k=1).items) == 1
+    assert len(cites(searcher.pin(), "arxiv:1909.08053", k=1).items) == 1
 
 
 def test_cited_by_lists_citing_papers_newest_first(searcher: Searcher) -> None:
-    res = cited_by(searcher.version, "arxiv:1811.06965")
+    res = cited_by(searcher.pin(), "arxiv:1811.06965")
     assert [i.doc_id for i in res.items] == ["arxiv:1910.02054", "arxiv:1909.08053", "doi:10.1145/3341301.3359646"]
     assert res.items[2].context.startswith("GPipe [1]") and res.items[0].context == ""
     assert "unresolved" not in res.to_json()
     # a card is cited like any document
-    assert {i.doc_id for i in cited_by(searcher.version, "web:research.google/distbelief").items} == {
+    assert {i.doc_id for i in cited_by(searcher.pin(), "web:research.google/distbelief").items} == {
         "arxiv:1811.06965", "doi:10.1145/3341301.3359646"}
 
 
 def test_suggest_groups_works_and_ranks_by_citers_then_recency(searcher: Searcher) -> None:
-    found = suggest(searcher.version)
+    found = suggest(searcher.pin())
     assert [(s.title, s.cited_by) for s in found] == [
         (ADAM, ("arxiv:1811.06965", "arxiv:1909.08053", "doi:10.1145/3341301.3359646")),
         (ATTENTION, ("arxiv:1909.08053", "doi:10.1145/3341301.3359646")),
@@ -306,12 +306,12 @@ def test_suggest_groups_works_and_ranks_by_citers_then_recency(searcher: Searche
     adam, attention = found
     assert (adam.arxiv_id, adam.year, adam.url) == ("1412.6980", 2015, "https://arxiv.org/abs/1412.6980")
     assert attention.url == "https://arxiv.org/abs/1706.03762" and attention.year == 2017
-    assert suggest(searcher.version, k=1) == found[:1]
+    assert suggest(searcher.pin(), k=1) == found[:1]
     assert set(found[0].to_json()) == {"title", "year", "arxiv_id", "doi", "url", "cited_by"}
 
 
 def test_coupling_and_cocitation_reasons(searcher: Searcher) -> None:
-    g = read_graph(searcher.version)
+    g = read_graph(searcher.pin())
     titles = {d.doc_id: d.title for d in DOCS}
     rel = relations(g, ["arxiv:1811.06965"], titles)
     assert rel["doi:10.1145/3341301.3359646"].kind == "cites"
@@ -352,7 +352,7 @@ def test_related_explains_by_citations_and_takes_several_targets(searcher: Searc
 
 
 def test_titles_name_documents(searcher: Searcher) -> None:
-    v = searcher.version
+    v = searcher.pin()
     assert resolve_target(v, "GPipe") == "arxiv:1811.06965"
     assert resolve_target(v, "megatron-lm") == "arxiv:1909.08053"
     assert resolve_target(v, "Large Scale Distributed Deep Networks") is None  # a subtitle is not a name

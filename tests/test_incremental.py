@@ -49,7 +49,7 @@ def test_rebuild_changes_exactly_the_changed_documents(tmp_path: Path) -> None:
     searcher = Searcher(settings)  # a long-lived reader, like the running app
     options = SearchOptions(k=3, per_doc=True)
     assert searcher.search("tensor fusion batches small allreduce operations", options)[0].doc_id == "web:horovod"
-    assert searcher.version.name == v1
+    assert searcher.pin().name == v1
 
     # gpipe gains a section, horovod leaves the catalog, megatron joins it; zero and ring stay as they were.
     set_catalog(settings, ["zero", "gpipe", "ring", "megatron"])
@@ -77,7 +77,7 @@ def test_rebuild_changes_exactly_the_changed_documents(tmp_path: Path) -> None:
 
     # The same searcher serves the new version on its very next query.
     hits = searcher.search("Megatron-LM splits attention heads across tensor parallel GPUs", options)
-    assert searcher.version.name == v2 and hits[0].doc_id == "web:megatron"
+    assert searcher.pin().name == v2 and hits[0].doc_id == "web:megatron"
     assert all(h.doc_id != "web:horovod" for h in searcher.search("tensor fusion allreduce buffer",
                                                                   SearchOptions(k=20)))
     assert searcher.search("elastic resharding revision", options)[0].doc_id == "web:gpipe"

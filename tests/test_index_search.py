@@ -145,7 +145,7 @@ def test_empty_query_and_no_index(tmp_path: Path, home: Path) -> None:
 
 def test_versions_publish_atomically_and_searcher_follows(home: Path, encoder) -> None:  # noqa: ANN001
     s = searcher(home)
-    first = s.version.name
+    first = s.pin().name
     assert not s.search("elastic rendezvous with etcd", SearchOptions(k=1, mode="bm25"))
     second = build_index(home, encoder, extra="Elastic Horovod uses an etcd rendezvous to add workers.")
     assert second != first and current_version(home / "index") == second

@@ -431,10 +431,9 @@ def test_zotero_export_builds_offline_from_the_snapshot(shared_dir: Path, tmp_pa
     hits = kb.search(E2E_TITLE, k=10)
     mine = [h for h in hits if h.doc_id.startswith("local:Exported Items.bib/")]
     assert mine and mine[0].title == E2E_TITLE and all(h.page for h in mine)
-    version = kb.asker.searcher.version
-    doc = version.docs[mine[0].doc_id]
+    doc = kb.document(mine[0].doc_id)
     assert set(doc.authors) == E2E_AUTHORS and doc.year == 2018 and doc.content_type == "pdf"
-    chen = version.docs[f"arxiv:{E2E_ARXIV}"]
+    chen = kb.documents()[f"arxiv:{E2E_ARXIV}"]
     assert not chen.is_card and chen.content_type == "pdf" and "library:Exported Items.bib" in chen.lists
     assert set(chen.authors) >= CHEN_AUTHORS
 

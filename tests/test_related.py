@@ -138,7 +138,7 @@ def ids(result: RelatedResult) -> list[str]:
     " <https://arxiv.org/abs/1910.02054> ",
 ])
 def test_arxiv_forms_resolve(searcher: Searcher, query: str) -> None:
-    assert resolve_target(searcher.version, query) == "arxiv:1910.02054"
+    assert resolve_target(searcher.pin(), query) == "arxiv:1910.02054"
 
 
 @pytest.mark.parametrize("query", [
@@ -147,11 +147,11 @@ def test_arxiv_forms_resolve(searcher: Searcher, query: str) -> None:
     "https://dl.acm.org/doi/10.1145/3341301.3359646",
 ])
 def test_doi_forms_resolve(searcher: Searcher, query: str) -> None:
-    assert resolve_target(searcher.version, query) == "doi:10.1145/3341301.3359646"
+    assert resolve_target(searcher.pin(), query) == "doi:10.1145/3341301.3359646"
 
 
 def test_web_and_github_urls_resolve_through_canonical_form(searcher: Searcher) -> None:
-    v = searcher.version
+    v = searcher.pin()
     elastic = resource_id(ELASTIC_URL)
     for q in ("http://www.horovod.readthedocs.io/en/stable/elastic_include.html/",
               "https://horovod.readthedocs.io/en/stable/elastic_include.html#rendezvous",
@@ -164,7 +164,7 @@ def test_web_and_github_urls_resolve_through_canonical_form(searcher: Searcher) 
 
 
 def test_free_text_and_unknown_identifiers_do_not_resolve(searcher: Searcher) -> None:
-    v = searcher.version
+    v = searcher.pin()
     assert resolve_target(v, "pipeline bubble") is None
     assert resolve_target(v, "2501.00001") is None and identify("2501.00001") is not None
     assert resolve_target(v, "https://example.com/post") is None and identify("https://example.com/post")
@@ -276,7 +276,7 @@ def test_json_shape(searcher: Searcher) -> None:
 
 
 def test_doc_vectors_pool_chunk_vectors_once_per_version(searcher: Searcher) -> None:
-    v = searcher.version
+    v = searcher.pin()
     dv = doc_vectors(v)
     assert doc_vectors(v) is dv  # cached for the version
     rows = v.doc_rows("arxiv:1811.06965")

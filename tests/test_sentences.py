@@ -160,7 +160,7 @@ def test_fresh_build_answers_embedding_only_the_question(tmp_path) -> None:  # n
     assert report["sentences"] >= 3 and report["embedded_sentences"] == report["sentences"]
 
     asker = Asker(Searcher(load_settings(home)))
-    encoder = asker.searcher.encoder_for(asker.searcher.version)
+    encoder = asker.searcher.encoder_for(asker.searcher.pin())
     seen: list[list[str]] = []
     inner_encode = encoder.inner.encode
 

@@ -20,6 +20,7 @@ from dataclasses import dataclass, field, replace
 import numpy as np
 
 from dmlqa.index.lexical import tokenize
+from dmlqa.index.versions import IndexVersion
 from dmlqa.models import Answer, Citation, Hit
 from dmlqa.query.citations import REFUSAL_PREFIX
 from dmlqa.query.prompt import MAX_QUESTION_CHARS
@@ -68,10 +69,10 @@ def _latin_share(text: str) -> float:
 # -- retrieval ------------------------------------------------------------------------------------------
 
 
-def retrieve(searcher: Searcher, question: str, options: AskOptions) -> list[Hit]:
-    """Hybrid retrieval with diversity: no document fills more than ``per_doc`` of the slots."""
+def retrieve(searcher: Searcher, version: IndexVersion, question: str, options: AskOptions) -> list[Hit]:
+    """Hybrid retrieval in ``version`` with diversity: no document fills more than ``per_doc`` of the slots."""
     pool = searcher.search(
-        question, SearchOptions(k=options.passages * 5, filters=options.filters, mode=options.mode)
+        question, SearchOptions(k=options.passages * 5, filters=options.filters, mode=options.mode), version=version
     )
     chosen: list[Hit] = []
     per: dict[str, int] = {}
@@ -130,30 +131,30 @@ def _english_words(model: str) -> frozenset[str]:
     return frozenset(w for w in vocab if w.isalpha() and len(w) >= 3)
 
 
-def _unknown_lowercase_name(word: str, searcher: Searcher) -> bool:
+def _unknown_lowercase_name(word: str, version: IndexVersion) -> bool:
     """A lower-case word that is no English word nor a compound of two ("walkthrough"): a tool's
     name written in lower case ("zerobubblex"), which must then occur in the index to be answered."""
     if not re.fullmatch(r"[a-z][a-z0-9]{3,}", word):
         return False
-    english = _english_words(searcher.version.meta.get("model", ""))
+    english = _english_words(version.meta.get("model", ""))
     if not english or word in english:
         return False
     return not any(word[:i] in english and word[i:] in english for i in range(3, len(word) - 2))
 
 
-def missing_terms(searcher: Searcher, question: str) -> list[str]:
-    """Names in the question that occur in no indexed text at all.
+def missing_terms(version: IndexVersion, question: str) -> list[str]:
+    """Names in the question that occur in no text of ``version`` at all.
 
     If a user asks about "GaLore" and no document ever mentions it, the knowledge base has
     nothing on the question, however similar the rest of it sounds.
     """
-    vocab = searcher.version.lexical.vocabulary()
+    vocab = version.lexical.vocabulary()
     out: list[str] = []
     start = True
     for m in _WORD.finditer(question):
         word = m.group(0)
         for part in re.split(r"[.\-]", word):
-            if part and (_name_like(part, start) or _unknown_lowercase_name(part, searcher)):
+            if part and (_name_like(part, start) or _unknown_lowercase_name(part, version)):
                 tokens = tokenize(part)
                 if "_" in part:  # an identifier counts as mentioned only when written whole
                     tokens = [t for t in tokens if "_" in t]
@@ -165,18 +166,18 @@ def missing_terms(searcher: Searcher, question: str) -> list[str]:
 
 
 def extractive_answer(
-    searcher: Searcher, question: str, hits: Sequence[Hit], options: AskOptions, *, previous: str | None = None,
-    avoid: set[str] = frozenset(),
+    searcher: Searcher, version: IndexVersion, question: str, hits: Sequence[Hit], options: AskOptions, *,
+    previous: str | None = None, avoid: set[str] = frozenset(),
 ) -> tuple[str, list[Citation], bool, list[str]]:
     """(answer text, citations, refused, flags): see :mod:`dmlqa.query.extractive`.
 
-    Sentences and their vectors come from the index version (embedded at build time); versions
-    built before that split the passages and embed their sentences here. ``previous`` is the
-    question a follow-up leans on: its terms still retrieve, but the answer is about what is new.
+    ``version`` is the one ``hits`` were retrieved from: their sentences and vectors come from it
+    (embedded at build time); versions built before that split the passages and embed their
+    sentences here. ``previous`` is the question a follow-up leans on: its terms still retrieve,
+    but the answer is about what is new.
     """
     from dmlqa.query.extractive import choose, compose, passage_candidates, question_parts, stored_candidates
 
-    version = searcher.version
     qvec = searcher.embed_query(question, version)  # memory-cached by the search; never stored
     if version.has_sentences:
         cands = stored_candidates(version, hits)
@@ -208,7 +209,7 @@ def extractive_answer(
     choice = choose(f"{previous} {question}" if previous else question, qvec, cands, vectors,
                     neighbour=neighbour, exclude_terms=exclude, avoid=avoid, max_sentences=options.max_sentences,
                     aspects=aspects)
-    absent = missing_terms(searcher, question)
+    absent = missing_terms(version, question)
     if not choice.candidates or choice.best_similarity < MIN_EVIDENCE or absent:
         why = f" (no document mentions {', '.join(absent)})" if absent else ""
         return REFUSAL.rstrip(".") + why + ".", [], True, []
@@ -286,16 +287,17 @@ class Asker:
         return cls(Searcher(settings), LLMBackend(config) if config else None)
 
     def ask(self, question: str, options: AskOptions | None = None, *,
-            previous: Answer | str | None = None) -> Answer:
-        return self.stream(question, options, previous=previous).result
+            previous: Answer | str | None = None, version: IndexVersion | None = None) -> Answer:
+        return self.stream(question, options, previous=previous, version=version).result
 
     def stream(self, question: str, options: AskOptions | None = None, *,
-               previous: Answer | str | None = None) -> AskStream:
+               previous: Answer | str | None = None, version: IndexVersion | None = None) -> AskStream:
         """Answer ``question``; ``previous`` is the conversation's last answer (or question), for follow-ups.
 
         A follow-up that leans on the previous question ("what about stage 3?") is retrieved with
         that question's words, but answered about its own new aspect, without repeating what the
-        previous answer already quoted.
+        previous answer already quoted. Passages, quotes and citations all come from one index
+        version: ``version`` (a caller's pinned one), else the one published when the question arrives.
         """
         options = options or AskOptions()
         t0 = time.perf_counter()
@@ -306,16 +308,18 @@ class Asker:
             return AskStream(iter(()), lambda: answer)
         prev_question = previous.question if isinstance(previous, Answer) else previous
         context = prev_question if prev_question and is_follow_up(text) else None
-        hits = retrieve(self.searcher, f"{context} {text}" if context else text, options)
-        undated = undated_excluded(self.searcher.version, options.filters)
+        if version is None:
+            version = self.searcher.pin()
+        hits = retrieve(self.searcher, version, f"{context} {text}" if context else text, options)
+        undated = undated_excluded(version, options.filters)
         notices = [notice] if notice else []
         if _latin_share(text) < 0.5:
             notices.append("the knowledge base is in English; questions in other languages match poorly")
 
         def extractive(extra_notice: str | None = None) -> Answer:
             said = {c.quote for c in previous.citations} if context and isinstance(previous, Answer) else set()
-            body, cites, refused, flags = extractive_answer(self.searcher, text, hits, options, previous=context,
-                                                            avoid=said)
+            body, cites, refused, flags = extractive_answer(self.searcher, version, text, hits, options,
+                                                            previous=context, avoid=said)
             if refused:
                 cites = nearest_sources(hits)
                 if cites:

@@ -168,6 +168,18 @@ def _name(title: str) -> str:
     return title_words(head) if 0 < len(head.split()) <= 4 else ""
 
 
+def _close(words: str, title: str) -> bool:
+    """Whether ``words`` and ``title`` match at :data:`TITLE_RATIO`, in time linear in their lengths.
+
+    ``ratio()`` alone is quadratic: a 100 KB text took a third of a second per title, minutes over an
+    index. Its two upper bounds go first: the lengths (a ratio of 0.9 needs lengths within about 20%
+    of each other) and the shared characters, each linear; only a near-equal pair reaches ``ratio()``.
+    """
+    matcher = SequenceMatcher(None, words, title)
+    return (matcher.real_quick_ratio() >= TITLE_RATIO and matcher.quick_ratio() >= TITLE_RATIO
+            and matcher.ratio() >= TITLE_RATIO)
+
+
 def resolve_title(version: IndexVersion, query: str) -> tuple[str | None, tuple[str, ...]]:
     """The indexed document a title names, and the other documents it could also name.
 
@@ -184,7 +196,7 @@ def resolve_title(version: IndexVersion, query: str) -> tuple[str | None, tuple[
     for d in version.docs.values():
         title = title_words(d.title)
         if words in (title, _name(d.title)) or (n >= TITLE_MIN_WORDS and (
-                title.startswith(words + " ") or SequenceMatcher(None, words, title).ratio() >= TITLE_RATIO)):
+                title.startswith(words + " ") or _close(words, title))):
             found.append(d)
     if not found:
         return None, ()
@@ -215,12 +227,12 @@ def _url_words(url: str) -> str:
 
 def related(
     searcher: Searcher, query: str | Sequence[str], *, k: int = 10, since: int | None = None,
-    kinds: tuple[str, ...] = (), include_undated: bool = False,
+    kinds: tuple[str, ...] = (), include_undated: bool = False, version: IndexVersion | None = None,
 ) -> RelatedResult:
     """Document-level recommendations for a resource, several resources, or a text.
 
     Args:
-        searcher: an open :class:`~dmlqa.query.search.Searcher` (its current version is used throughout).
+        searcher: an open :class:`~dmlqa.query.search.Searcher` (its encoder embeds free text).
         query: a URL, arXiv id, DOI, doc id or title of an indexed resource, or free text; or several,
             for the documents related to all of them (their combined neighbourhood, themselves excluded).
             Several that name nothing indexed are read together as one free text.
@@ -229,6 +241,8 @@ def related(
             in ``undated_excluded``) unless ``include_undated``.
         kinds: keep only these kinds (``paper``, ``repo``…); empty keeps all.
         include_undated: with ``since``, keep documents whose year is unknown.
+        version: the index version to read throughout (a request's pinned one); None: the one
+            published now, pinned once for the whole call.
 
     Returns:
         A :class:`RelatedResult`; ``target`` is the resolved doc id (excluded from the items, as are
@@ -237,13 +251,14 @@ def related(
         as), ``undated_excluded`` how many documents ``since`` left out only for want of a year.
     """
     queries = [q.strip() for q in ([query] if isinstance(query, str) else query) if q.strip()]
-    if len(queries) > 1:
-        return _related_to_several(searcher, queries, k=k, since=since, kinds=kinds,
-                                   include_undated=include_undated)
     query = queries[0] if queries else ""
     if not query:
         return RelatedResult(query=query, target=None, items=(), notice="empty query")
-    version = searcher.version
+    if version is None:
+        version = searcher.pin()
+    if len(queries) > 1:
+        return _related_to_several(searcher, version, queries, k=k, since=since, kinds=kinds,
+                                   include_undated=include_undated)
     dv = doc_vectors(version)
     if not dv.doc_ids:
         return RelatedResult(query=query, target=None, items=(), notice="the index holds no documents")
@@ -277,11 +292,10 @@ def related(
 
 
 def _related_to_several(
-    searcher: Searcher, queries: Sequence[str], *, k: int, since: int | None, kinds: tuple[str, ...],
-    include_undated: bool,
+    searcher: Searcher, version: IndexVersion, queries: Sequence[str], *, k: int, since: int | None,
+    kinds: tuple[str, ...], include_undated: bool,
 ) -> RelatedResult:
     """:func:`related` for several queries: the documents they name, together; the rest left out (said)."""
-    version = searcher.version
     joined = " ".join(queries)
     found: list[str] = []
     missing: list[str] = []
@@ -296,10 +310,12 @@ def _related_to_several(
         (found if doc_id else missing).append(doc_id or q)
     found = list(dict.fromkeys(found))
     if not found:  # words of one text, split by the shell
-        res = related(searcher, joined, k=k, since=since, kinds=kinds, include_undated=include_undated)
+        res = related(searcher, joined, k=k, since=since, kinds=kinds, include_undated=include_undated,
+                      version=version)
         return replace(res, query=joined)
     if len(found) == 1:
-        res = related(searcher, found[0], k=k, since=since, kinds=kinds, include_undated=include_undated)
+        res = related(searcher, found[0], k=k, since=since, kinds=kinds, include_undated=include_undated,
+                      version=version)
         res = replace(res, query=joined, notice=None)
     else:
         items = rank_like_docs(version, found, k=k, since=since, kinds=kinds, include_undated=include_undated)

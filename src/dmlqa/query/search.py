@@ -3,8 +3,9 @@
 Fusion is reciprocal rank fusion by default: it needs no score calibration between a cosine and
 a BM25 score, and measured on the dev questions and BEIR SciFact it beats both retrievers alone
 (numbers in bench/README.md). :class:`Searcher` follows the published version: when ``CURRENT``
-changes it opens the new version for the next query and lets requests in flight finish on the
-old one.
+changes, the next :meth:`Searcher.pin` opens the new version, while requests in flight finish on
+the one they pinned. A request pins once and passes that version down to every read it makes, so
+a publish in the middle of a question never mixes two versions in one answer.
 """
 
 from __future__ import annotations
@@ -148,9 +149,12 @@ class Searcher:
         self._reranker = None  # dmlqa.query.rerank.Reranker, loaded on first use
 
     # -- version following ------------------------------------------------------------------
-    @property
-    def version(self) -> IndexVersion:
-        """The published version, reopened when ``CURRENT`` has moved since the last call."""
+    def pin(self) -> IndexVersion:
+        """The published version, for one request to read throughout (reopened when ``CURRENT`` has moved).
+
+        A method, not a property, because each call may return a different version: call it once
+        when a request starts and pass the result to every read that serves the request.
+        """
         name = current_version(self.settings.index_dir)
         with self._lock:
             if self._version is None or (name is not None and name != self._version.name):
@@ -181,8 +185,7 @@ class Searcher:
                 self._encoders[key] = CachedEncoder(enc, store=self._store)
             return self._encoders[key]
 
-    def embed_query(self, query: str, version: IndexVersion | None = None) -> np.ndarray:
-        version = version or self.version
+    def embed_query(self, query: str, version: IndexVersion) -> np.ndarray:
         return self.encoder_for(version).encode([query], persist=False)[0]
 
     # -- retrieval ---------------------------------------------------------------------------
@@ -230,12 +233,14 @@ class Searcher:
         reranked = sorted(zip([r for r, _ in head], scores.tolist(), strict=True), key=lambda kv: -kv[1])
         return reranked + ordered[len(head) :]
 
-    def search(self, query: str, options: SearchOptions | None = None) -> list[Hit]:
+    def search(self, query: str, options: SearchOptions | None = None, *,
+               version: IndexVersion | None = None) -> list[Hit]:
+        """The best passages for ``query`` in ``version`` (the request's pinned one; None: pin one now)."""
         options = options or SearchOptions()
         query = " ".join(query.split())
         if not query:
             return []
-        version = self.version
+        version = version if version is not None else self.pin()
         allowed = allowed_docs(version, options.filters)
         n = max(options.candidates, options.k * 5)
         rankings: list[list[int]] = []
@@ -273,7 +278,7 @@ class Searcher:
             d = version.docs[c.doc_id]
             hits.append(
                 Hit(
-                    rank=rank, score=score, doc_id=c.doc_id, url=d.url, title=d.title, page=c.page,
+                    rank=rank, score=score, doc_id=c.doc_id, url=d.link, title=d.title, page=c.page,
                     section=c.section, text=c.text, chunk_id=c.chunk_id, kind=d.kind, venue=d.venue,
                     year=d.year, is_card=d.is_card, start=c.start, end=c.end,
                 )
