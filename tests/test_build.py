@@ -109,9 +109,9 @@ def test_build_search_rebuild_and_replay(tmp_path: Path, server: LocalServer) ->
     ua = server.seen("/zero.html")[0].headers.get("User-Agent", "")
     assert ua.startswith("dmlqa/")
 
-    # The PDF behind the landing page is indexed, cited with its page, under the catalog URL.
+    # The PDF behind the landing page is indexed, cited with its page, at the PDF's address (where its text is).
     hits = search(home, "how many micro-batches amortise the pipeline bubble", "-k", "3")
-    assert hits[0]["url"] == server.url("/landing") and hits[0]["page"] == 2
+    assert hits[0]["url"] == server.url("/gpipe.pdf") and hits[0]["page"] == 2
     assert hits[0]["title"] == "GPipe"
     # A dead link is still findable as a catalog card.
     card = search(home, "dead blog post Horovod", "-k", "10", "--per-doc")

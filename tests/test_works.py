@@ -17,7 +17,7 @@ from typer.testing import CliRunner
 
 from dmlqa.app.cli import app
 from dmlqa.models import Block, Document, Failure, Resource
-from dmlqa.pipeline.coverage import coverage, network_notice, reason_kind
+from dmlqa.pipeline.coverage import coverage, no_network, reason_kind
 from dmlqa.pipeline.works import merge_works, title_key, work_id
 
 runner = CliRunner()
@@ -107,15 +107,19 @@ def test_coverage_counts_per_list_and_host_with_reasons() -> None:
     assert cov["by_host"]["a.org"]["full_text"] == 2 and cov["by_host"]["b.org"]["cards"] == 2
 
 
-def test_reason_kinds_and_the_no_network_notice() -> None:
+def test_reason_kinds_and_the_no_network_line() -> None:
     assert reason_kind("refused by robots.txt") == "robots.txt"
     assert reason_kind("body larger than the 50 MB limit") == "too large"
     assert reason_kind("timed out after 30s (3 attempts)") == "timeout"
     dns = [Failure(f"https://h{i}.org", "fetch", f"DNS lookup failed for h{i}.org") for i in range(3)]
-    line = network_notice(dns, fetched_ok=0)
-    assert line is not None and "all 3 fetches failed with DNS" in line and "--archive" in line
-    assert network_notice(dns, fetched_ok=1) is None
-    assert network_notice([*dns, Failure("x", "fetch", "HTTP 404 Not Found")], fetched_ok=0) is None
+    line = no_network(dns, fetched_ok=0, responses=0)
+    assert line is not None and "3 of 3 fetches failed to resolve or connect" in line and "--offline" in line
+    assert "(first: https://h0.org: DNS lookup failed for h0.org)" in line
+    assert no_network(dns, fetched_ok=1, responses=0) is None
+    assert no_network(dns, fetched_ok=0, responses=1) is None  # a server answered something (robots.txt)
+    assert no_network([*dns, Failure("x", "fetch", "HTTP 404 Not Found")], fetched_ok=0, responses=0) is None
+    refused = Failure("http://127.0.0.1:9/x", "fetch", "connection refused (4 attempts)")
+    assert no_network([*dns, refused], fetched_ok=0, responses=0) is not None
 
 
 # -- end to end: a list of plain http:// links against a local server ------------------------------------
@@ -171,7 +175,8 @@ def test_http_list_is_fetched_as_written_and_copies_become_one_work(tmp_path: Pa
     assert report["resources"] == 6 and not report["failed"], report["failed"]
     # Three works: the fusion page, Horovod (redirect), ZeRO (landing page, PDF and a byte copy).
     assert report["documents"] == 3 and report["cards"] == 0
-    dups = {d["url"].removeprefix("https://127.0.0.1:").split("/", 1)[1]: d for d in report["duplicates"]}
+    # each merged-away entry is named by its address as listed (http://, not the https identity)
+    dups = {d["url"].removeprefix(f"{base}/"): d for d in report["duplicates"]}
     assert set(dups) == {"uber/horovod", "doi/zero", "mirror/zero-copy.pdf"}
     assert report["coverage"]["total"]["full_text"] == 6 and report["coverage"]["total"]["duplicates"] == 3
 

@@ -107,6 +107,23 @@ class Block:
     section: str | None = None  # nearest heading
 
 
+_HAS_SCHEME = re.compile(r"[A-Za-z][A-Za-z0-9+.-]*://")
+
+
+def shown_url(url: str, source_url: str) -> str:
+    """The link a user is shown for a document: the address its text came from.
+
+    The one copy of this rule, behind :attr:`Document.link` and the index's ``DocRecord.link``, and so
+    behind every hit, citation, related item, citation-graph item and BibTeX ``url``. ``source_url``
+    is what the fetch read (the final URL after redirects, the PDF behind a landing page) or, for a
+    catalog card, the address as the list wrote it. The canonical ``url`` is an identity for merging
+    copies (https, no ``www.``): a site may not answer it at all (an http-only host, a local test
+    server), so it is shown only when ``source_url`` is no address (a JSON Lines record's place in
+    its file).
+    """
+    return source_url if source_url and _HAS_SCHEME.match(source_url) else url
+
+
 @dataclass(frozen=True)
 class Document:
     """Extracted text of one resource (or one local file), located block by block.
@@ -115,10 +132,12 @@ class Document:
     """
 
     doc_id: str
-    url: str  # canonical catalog URL (what a citation shows)
+    url: str  # canonical catalog URL: the identity copies merge on, never shown (see shown_url)
     title: str
     blocks: tuple[Block, ...]
-    source_url: str = ""  # where the text actually came from (e.g. the PDF behind a landing page)
+    #: where the text came from: the fetched URL after redirects (e.g. the PDF behind a landing page),
+    #: the list's address for a card; what users are shown (:attr:`link`)
+    source_url: str = ""
     content_type: str = "text"  # pdf | html | markdown | text | card
     kind: str = "article"
     authors: tuple[str, ...] = ()
@@ -134,6 +153,11 @@ class Document:
     @property
     def text(self) -> str:
         return BLOCK_SEPARATOR.join(b.text for b in self.blocks)
+
+    @property
+    def link(self) -> str:
+        """The address to show for this document (see :func:`shown_url`)."""
+        return shown_url(self.url, self.source_url)
 
     def to_json(self) -> dict[str, Any]:
         d = asdict(self)
@@ -224,7 +248,7 @@ class Hit:
     rank: int
     score: float
     doc_id: str
-    url: str
+    url: str  # the document's link (shown_url): where its text came from
     title: str
     page: int | None
     section: str | None
@@ -267,7 +291,7 @@ class Citation:
     """A numbered source of an answer; ``quote`` is verified to occur in the cited passage."""
 
     n: int
-    url: str
+    url: str  # the document's link (shown_url): where its text came from
     title: str
     page: int | None
     quote: str

@@ -36,7 +36,7 @@ from dmlqa.extract.sentences import Sentence
 from dmlqa.index.ann import choose_index_type
 from dmlqa.index.citation_table import CitationRecord, has_citations, read_citations, write_citations
 from dmlqa.index.lexical import LexicalIndex
-from dmlqa.models import Chunk, CitationLink, Document
+from dmlqa.models import Chunk, CitationLink, Document, shown_url
 from dmlqa.paths import CURRENT, VERSIONS
 
 log = logging.getLogger(__name__)
@@ -165,8 +165,9 @@ def write_version(
         os.rename(tmp, final)
         _fsync_dir(versions)
     except BaseException as exc:
+        full = is_disk_full(exc, versions)  # asked first: removing the folder frees the space SQLite's test reads
         shutil.rmtree(tmp, ignore_errors=True)  # never leave a half-written version behind
-        if is_disk_full(exc):
+        if full:
             raise DiskFullError(
                 f"disk full while writing index version {name} in {versions}: free space and run again "
                 "(the published version is unchanged)"
@@ -298,11 +299,26 @@ def publish(index_dir: Path, name: str) -> None:
     if not (index_dir / VERSIONS / name / "meta.json").is_file():
         raise ValueError(f"version {name} is not complete")
     tmp = index_dir / f".{CURRENT}.{os.getpid()}.tmp"
-    tmp.write_text(name + "\n", encoding="utf-8")
-    with open(tmp, "rb") as fh:
-        os.fsync(fh.fileno())
-    os.replace(tmp, index_dir / CURRENT)
+    try:
+        tmp.write_text(name + "\n", encoding="utf-8")
+        with open(tmp, "rb") as fh:
+            os.fsync(fh.fileno())
+        os.replace(tmp, index_dir / CURRENT)
+    except OSError as exc:
+        tmp.unlink(missing_ok=True)
+        if is_disk_full(exc):  # the version's last write: the pointer still names the old version
+            raise DiskFullError(
+                f"disk full while writing {index_dir / CURRENT} to publish index version {name}: free space and run "
+                "again (the published version is unchanged)"
+            ) from None
+        raise
     _fsync_dir(index_dir)
+
+
+def remove_version(index_dir: Path, name: str) -> None:
+    """Delete an unpublished version folder (one :func:`publish` could not make current)."""
+    if name != current_version(index_dir):
+        shutil.rmtree(index_dir / VERSIONS / name, ignore_errors=True)
 
 
 def current_version(index_dir: Path) -> str | None:
@@ -413,6 +429,11 @@ class DocRecord:
     first_row: int | None
     aliases: tuple[str, ...] = ()  # every URL the work is known by (see dmlqa.pipeline.works)
     lists: tuple[str, ...] = ()
+
+    @property
+    def link(self) -> str:
+        """The address users are shown (``url`` is the identity copies merge on; see shown_url)."""
+        return shown_url(self.url, self.source_url)
 
 
 class IndexVersion:

@@ -37,12 +37,23 @@ class Duplicate:
     """A catalog entry whose document merged into another's: the same work under another name."""
 
     doc_id: str
-    url: str
+    url: str  # the catalog entry's address as its list wrote it (see listed_address)
     of: str  # the doc id it merged into
     reason: str
 
     def to_json(self) -> dict[str, str]:
         return {"doc_id": self.doc_id, "url": self.url, "of": self.of, "reason": self.reason}
+
+
+def listed_address(doc: Document) -> str:
+    """The address a list wrote for a document's catalog entry, to name the entry to a user.
+
+    :func:`dmlqa.pipeline.stages.extract_one` gives a catalog document the aliases (identity, then the
+    list's addresses as written); a catalog written before addresses were kept has only the identity,
+    and that is then the address too. Not :attr:`Document.link`: a merged-away copy's text usually came
+    from its survivor's address (the redirect target, the landing page's PDF).
+    """
+    return next((a for a in doc.aliases if a != doc.url), doc.url)
 
 
 def work_id(url: str) -> str | None:
@@ -114,14 +125,14 @@ def merge_works(docs: Sequence[Document]) -> tuple[list[Document], list[Duplicat
         target = work_id(d.source_url) if not d.is_card else None
         if target and target != d.doc_id and target in by_id:
             pointed_at.add(target)
-            groups.join(by_id[target], i, f"{d.url} leads to it", f"its text comes from {d.source_url}")
+            groups.join(by_id[target], i, f"{listed_address(d)} leads to it", f"its text comes from {d.link}")
     first_sha: dict[str, int] = {}
     for i, d in enumerate(docs):
         if d.is_card or not d.sha256:
             continue
         if d.sha256 in first_sha:
             j = first_sha[d.sha256]
-            groups.join(j, i, f"byte-identical to {d.url}", f"byte-identical to {docs[j].url}")
+            groups.join(j, i, f"byte-identical to {d.link}", f"byte-identical to {docs[j].link}")
         else:
             first_sha[d.sha256] = i
     first_title: dict[str, int] = {}
@@ -131,7 +142,7 @@ def merge_works(docs: Sequence[Document]) -> tuple[list[Document], list[Duplicat
             continue
         if key in first_title:
             j = first_title[key]
-            groups.join(j, i, f"same title as {d.url}", f"same title as {docs[j].url}")
+            groups.join(j, i, f"same title as {d.link}", f"same title as {docs[j].link}")
         else:
             first_title[key] = i
 
@@ -149,6 +160,6 @@ def merge_works(docs: Sequence[Document]) -> tuple[list[Document], list[Duplicat
         survivors[best] = _merge(docs[best], others)
         for i in idx:
             if i != best:
-                why = groups.reason.get(i) or f"same work as {docs[best].url}"
-                duplicates.append(Duplicate(docs[i].doc_id, docs[i].url, docs[best].doc_id, why))
+                why = groups.reason.get(i) or f"same work as {docs[best].link}"
+                duplicates.append(Duplicate(docs[i].doc_id, listed_address(docs[i]), docs[best].doc_id, why))
     return [survivors[i] for i in sorted(survivors)], sorted(duplicates, key=lambda x: x.doc_id)

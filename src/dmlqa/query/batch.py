@@ -11,13 +11,17 @@ from __future__ import annotations
 import json
 import os
 from collections.abc import Sequence
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
 from dmlqa.errors import InputFileError, SettingsError
+from dmlqa.index.versions import IndexVersion
 from dmlqa.query.answer import Asker, AskOptions
-from dmlqa.query.evaluate import EvalQuestion, read_questions, score_answers
+from dmlqa.query.evaluate import EvalQuestion, by_identity, read_questions, score_answers
+from dmlqa.query.limits import length_problem
 from dmlqa.query.llm import LLMError
+from dmlqa.textsafe import replace_lone_surrogates
 
 
 def read_jsonl_lines(path: str | os.PathLike[str], what: str = "JSONL") -> list[str]:
@@ -55,7 +59,12 @@ def read_queries(path: str | os.PathLike[str], what: str = "queries") -> list[tu
             raise InputFileError(f"{path}:{n}: not a JSON object") from None
         if rec.get("id", rec.get("_id")) is None or not isinstance(text, str):
             raise InputFileError(f'{path}:{n}: a query needs "id" (or "_id") and "text"')
-        items.append((qid, text))
+        if not text.strip():
+            raise InputFileError(f"{path}:{n}: the query text is empty")
+        if (too_long := length_problem(text, "query")) is not None:  # refused with the file, not at its line
+            raise InputFileError(f"{path}:{n}: {too_long}")
+        # "\ud800" is valid JSON: mended here too, so the ids a front end prints are text as well
+        items.append((replace_lone_surrogates(qid), replace_lone_surrogates(text)))
     return items
 
 
@@ -66,24 +75,31 @@ def read_question_file(path: str | os.PathLike[str], what: str = "questions") ->
 
 
 def evaluate(asker: Asker, questions: Sequence[EvalQuestion], *, llm: bool | None = None,
-             mode: str = "hybrid") -> dict[str, Any]:
+             mode: str = "hybrid", version: IndexVersion | None = None) -> dict[str, Any]:
     """Ask every question and score the answers (retrieval, citations, refusals, latency).
 
     ``llm``: True scores the configured LLM (an error when none is set), False the extractive
     answerer, None the LLM when one is set. One warm-up question loads the encoder, the index and
     the LLM's weights (on servers that load on demand) before anything is timed; an LLM that fails
-    on it fails the run at once rather than falling back on every question.
+    on it fails the run at once rather than falling back on every question. Every question is asked
+    of one index version (``version``, else the one published at the start), so the scores describe
+    one index even when a build publishes meanwhile.
     """
     options = AskOptions(use_llm=llm is not False, mode=mode)
     if llm and asker.llm is None:
         raise SettingsError("--llm needs an LLM endpoint: set DMLQA_LLM_BASE_URL and DMLQA_LLM_MODEL "
                             "(or llm_base_url and llm_model in dmlqa.toml)")
     backend = asker.llm.name if asker.llm is not None and options.use_llm else "extractive"
-    warm = asker.ask("warm up", options)
+    if version is None:
+        version = asker.searcher.pin()
+    warm = asker.ask("warm up", options, version=version)
     if backend != "extractive" and warm.retrieved and warm.backend != backend:
         raise LLMError(f"the LLM backend failed on a first question: {warm.notice or 'no answer'}")
-    answers = [asker.ask(q.question, options) for q in questions]
-    scores = score_answers(questions, answers, backend=backend)
+    answers = [asker.ask(q.question, options, version=version) for q in questions]
+    # gold URLs name works, not the addresses their texts came from: score on the identities
+    scored = [replace(a, retrieved=tuple(by_identity(a.retrieved, version.docs)),
+                      citations=tuple(by_identity(a.citations, version.docs))) for a in answers]
+    scores = score_answers(questions, scored, backend=backend)
     scores["backend"] = backend
     scores["retrieval"] = mode
     return scores

@@ -10,10 +10,13 @@ from __future__ import annotations
 import math
 import re
 from collections.abc import Iterable, Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
+from typing import Any, TypeVar
 
 from dmlqa.errors import InputFileError
+from dmlqa.textsafe import replace_lone_surrogates
 
+_Item = TypeVar("_Item")  # a Hit or a Citation (frozen dataclasses with doc_id and url)
 _ARXIV = re.compile(r"arxiv\.org/(?:abs|pdf)/(\d{4}\.\d{4,5})(?:v\d+)?(?:\.pdf)?$")
 
 
@@ -39,6 +42,17 @@ def first_relevant_rank(ranked_urls: Sequence[str], gold_urls: Iterable[str]) ->
         if n in gold:
             return rank
     return None
+
+
+def by_identity(items: Sequence[_Item], docs: Mapping[str, Any]) -> list[_Item]:
+    """``items`` (hits or citations) under their documents' canonical URLs, to match gold URLs only.
+
+    A question set names a work as lists and papers cite it (an arXiv abstract, a repository page);
+    what users are shown is where the text came from (the PDF, the raw README), which a gold URL
+    rarely spells. ``docs`` maps doc ids to index records (``IndexVersion.docs``); an item of a
+    document it lacks keeps its URL.
+    """
+    return [replace(x, url=docs[x.doc_id].url) if x.doc_id in docs else x for x in items]
 
 
 @dataclass(frozen=True)
@@ -95,6 +109,8 @@ def read_questions(lines: Iterable[str], source: str = "questions") -> list[Eval
     """Parse a question set; a malformed line raises :class:`InputFileError` naming the file and line."""
     import json
 
+    from dmlqa.query.limits import length_problem
+
     out: list[EvalQuestion] = []
     for n, line in enumerate(lines, start=1):
         if not line.strip():
@@ -105,8 +121,13 @@ def read_questions(lines: Iterable[str], source: str = "questions") -> list[Eval
             raise InputFileError(f"{source}:{n}: not JSON ({exc})") from None
         if not isinstance(rec, dict) or not isinstance(rec.get("question"), str):
             raise InputFileError(f'{source}:{n}: a question needs "id" and "question"')
+        if not rec["question"].strip():
+            raise InputFileError(f"{source}:{n}: the question is empty")
+        if (too_long := length_problem(rec["question"], "question")) is not None:
+            raise InputFileError(f"{source}:{n}: {too_long}")
         out.append(EvalQuestion(
-            id=str(rec.get("id", n)), question=rec["question"], gold_urls=tuple(rec.get("gold_urls") or ()),
+            id=replace_lone_surrogates(str(rec.get("id", n))), question=replace_lone_surrogates(rec["question"]),
+            gold_urls=tuple(rec.get("gold_urls") or ()),
             answerable=bool(rec.get("answerable", True)), keywords=tuple(rec.get("keywords") or ()),
         ))
     return out
@@ -168,6 +189,9 @@ def score_answers(questions: Sequence[EvalQuestion], answers: Sequence[object], 
     scores = retrieval_scores(ranks).to_json()
     return {
         **scores,
+        # Retrieval is scored on the answerable questions only, but "questions" is the whole set, as the
+        # user counts the file's lines; the two kinds are counted apart.
+        "questions": len(questions),
         "answerable": n_ans,
         "unanswerable": len(refusals),
         "citation_hit_rate": round(sum(cited) / n_ans, 4) if n_ans else 0.0,

@@ -204,7 +204,7 @@ class CitationsResult:
 
 
 def _item(doc: DocRecord, context: str = "") -> GraphItem:
-    return GraphItem(doc.doc_id, doc.title, doc.url, doc.year, context)
+    return GraphItem(doc.doc_id, doc.title, doc.link, doc.year, context)
 
 
 def _no_graph_notice(version: IndexVersion, doc: DocRecord, what: str) -> str | None:

@@ -238,7 +238,7 @@ def _pick(
 
 def _item(version: IndexVersion, doc_id: str, score: float, reason: str, relation: str = "") -> Related:
     d = version.docs[doc_id]
-    return Related(doc_id=doc_id, title=d.title, url=d.url, score=float(score), reason=reason or d.title,
+    return Related(doc_id=doc_id, title=d.title, url=d.link, score=float(score), reason=reason or d.title,
                    authors=tuple(d.authors), year=d.year, venue=d.venue, kind=d.kind, relation=relation)
 
 
