@@ -106,7 +106,8 @@ def test_no_chunk_exceeds_the_model_window(counter: TokenCounter) -> None:
 
 
 def test_overlap_without_spaces_starts_at_a_token_word(counter: TokenCounter, chunker: Chunker) -> None:
-    text = "分布式训练使用流水线并行和张量并行。" * 100
+    # numbered sentences: a text of one sentence repeated would give identical chunks, indexed once
+    text = "".join(f"第{i}段分布式训练使用流水线并行和张量并行。" for i in range(100))
     chunks = chunker.chunk(_doc(Block(text)))
     assert len(chunks) > 2
     for a, b in zip(chunks, chunks[1:], strict=False):
@@ -121,8 +122,11 @@ def test_chunk_sizes_follow_the_target(counter: TokenCounter, chunker: Chunker) 
 
 
 def test_consecutive_chunks_of_a_long_block_overlap(counter: TokenCounter, chunker: Chunker) -> None:
-    # paragraphs longer than the overlap: langchain's own piece-wise overlap would give none here
-    doc = _doc(Block(_paragraphs(8, sentences=8)), Block(_pdf_page(2, lines=200), page=4))
+    # paragraphs longer than the overlap: langchain's own piece-wise overlap would give none here;
+    # pages of differently seeded prose, as prose() repeats itself every 24 sentences and a repeated
+    # passage is indexed once
+    page = "\n".join(_pdf_page(seed, lines=10) for seed in range(2, 22))
+    doc = _doc(Block(_paragraphs(8, sentences=8)), Block(page, page=4))
     chunks = chunker.chunk(doc)
     for block_page in (None, 4):
         mine = [c for c in chunks if c.page == block_page]

@@ -62,6 +62,88 @@ def charset(value: str | None) -> str | None:
     return parse_content_type(value)[1]
 
 
+# -- is this text at all ---------------------------------------------------------------------------
+
+#: Above this share of unprintable characters a body (or the text taken from it) is not text. Real
+#: text in any language and encoding has next to none; random bytes read in any single-byte charset
+#: have at least 11% (the C0 controls alone are 28 of 256 byte values), in UTF-8 far more.
+MAX_UNPRINTABLE_SHARE = 0.1
+#: What no text is made of: C0 controls but tab, newline, form feed and carriage return; DEL and the
+#: C1 controls; the replacement character a decoder leaves for bytes it cannot read; private-use
+#: code points (symbol fonts without a Unicode map), lone surrogates and noncharacters.
+_UNPRINTABLE = re.compile(
+    r"[\x00-\x08\x0b\x0e-\x1f\x7f-\x9f\ufffd\ue000-\uf8ff\ud800-\udfff\ufdd0-\ufdef\ufffe\uffff"
+    r"\U000f0000-\U0010ffff]"
+)
+#: Texts shorter than this (whitespace collapsed) are too short to judge as one repeated pattern.
+_MIN_REPEAT_JUDGED = 200
+#: A text is one pattern repeated when at least this share of it equals itself one period later.
+_REPEATED_SHARE = 0.9
+#: A "short" pattern is repeated at least this many times, and is at most a short paragraph long. A
+#: longer passage given again and again is left to the chunker, which indexes each passage once.
+_MIN_REPEATS = 4
+_MAX_PATTERN = 512
+_PROBE = 32  # characters looked up again to find a candidate period
+_BLOCK = 64  # characters compared at a time when measuring how much of a text repeats
+
+
+def unprintable_share(text: str) -> float:
+    """The share of ``text``'s characters that no text is made of (controls, U+FFFD, private use, ...)."""
+    return len(_UNPRINTABLE.findall(text)) / max(1, len(text))
+
+
+def repeated_pattern(text: str) -> tuple[int, int] | None:
+    """``(pattern length, repeats)`` when ``text`` (whitespace collapsed) is essentially one short
+    pattern (at most 512 characters) repeated: filler such as ``abcabc…`` or one phrase or line over
+    and over. None for ordinary text, and for texts too short to judge.
+
+    A candidate period comes from where a probe of the text recurs (three probes, so a phrase that a
+    real text happens to repeat near one probe cannot hide a period); the text counts as repeated
+    when nine tenths of it equal the text one period later, which tolerates a head or tail (a title,
+    a partial last repeat). Slices are compared a block at a time, so a long text costs little.
+    """
+    t = " ".join(text.split())
+    n = len(t)
+    if n < _MIN_REPEAT_JUDGED:
+        return None
+    for where in (n // 4, n // 2, 3 * n // 4):
+        found = t.find(t[where : where + _PROBE], where + 1)
+        period = found - where
+        if found < 0 or period > _MAX_PATTERN or period * _MIN_REPEATS > n:
+            continue
+        span = n - period
+        allowed = (1 - _REPEATED_SHARE) * span  # mismatching characters tolerated
+        mismatched = 0
+        for i in range(0, span, _BLOCK):
+            j = min(i + _BLOCK, span)
+            if t[i:j] != t[i + period : j + period]:
+                mismatched += j - i
+                if mismatched > allowed:
+                    break
+        else:
+            return period, n // period
+    return None
+
+
+def not_text_reason(text: str) -> str | None:
+    """Why ``text`` (a decoded body, or the text extracted from one) is not text, or None when it is.
+
+    The one rule for "this is no text to index", used on what every body decodes to and on what its
+    extractor returns: mostly unprintable characters (binary data served as ``text/html``, a PDF
+    whose fonts map to nothing), or one short pattern repeated (filler). Real text in any script
+    passes: letters, digits and punctuation of every language are printable, and a table of numbers
+    is not one pattern over and over.
+    """
+    share = unprintable_share(text)
+    if share > MAX_UNPRINTABLE_SHARE:
+        return f"not text: {share:.0%} of characters are control or unprintable"
+    repeated = repeated_pattern(text)
+    if repeated is not None:
+        length, times = repeated
+        return f"not text: one {length}-character pattern repeated {times} times"
+    return None
+
+
 # -- what the bytes are ---------------------------------------------------------------------------
 
 
@@ -87,17 +169,16 @@ def looks_like_pdf(body: bytes) -> bool:
 
 
 def looks_binary(body: bytes) -> bool:
-    """An image, an archive or random bytes: in the first 8 KB, over a tenth of the characters are
-    control characters or bytes that are no UTF-8.
+    """An image, an archive or random bytes: in the first 8 KB read as UTF-8, over a tenth of the
+    characters are unprintable (control characters, bytes that are no UTF-8).
 
     A legacy-encoded text (latin-1, cp1252) has a few undecodable bytes, not that many, and the
     extractor decodes it; a stray NUL or bell in a text is dropped by cleaning, so neither makes a
-    text binary. This is the extractor's own test of "can text be read from this", so the fetcher's
-    guess at a body with no useful label agrees with what extraction will then decide.
+    text binary. The measure and the threshold are those of :func:`not_text_reason`, which the
+    extractor applies once it knows the charset, so the fetcher's guess at a body with no useful
+    label agrees with what extraction will then decide.
     """
-    head = body[:_TEXT_WINDOW].decode("utf-8", errors="replace")
-    bad = sum(1 for ch in head if ch == "\ufffd" or (ord(ch) < 32 and ch not in "\t\n\f\r"))
-    return bad > 0.1 * max(1, len(head))
+    return unprintable_share(body[:_TEXT_WINDOW].decode("utf-8", errors="replace")) > MAX_UNPRINTABLE_SHARE
 
 
 def looks_like_text(body: bytes) -> bool:

@@ -34,6 +34,7 @@ from dmlqa.media import (
     looks_binary,
     looks_like_html,
     looks_like_pdf,
+    not_text_reason,
     parse_content_type,
     url_suffix,
 )
@@ -61,7 +62,10 @@ def extract_bytes(body: bytes, content_type: str, *, url: str = "", charset: str
     ``content_type`` may be the bare media type or the whole header value (``text/html;
     charset=iso-8859-1``); ``charset`` overrides the one in it. ``url`` names the body in errors and
     tells markdown from plain text when the server says ``text/plain`` (GitHub raw files).
-    Raises :class:`ExtractError` when no usable text comes out.
+    Raises :class:`ExtractError` when no usable text comes out, and when what comes out is no text
+    (:func:`~dmlqa.media.not_text_reason`: binary data served as text, filler): such a body is
+    judged once decoded, before its extractor can make something text-like of it, and what the
+    extractor returns (a PDF's text layer too) is judged again.
     """
     if not body.strip():
         raise ExtractError(url, "empty body")
@@ -69,15 +73,24 @@ def extract_bytes(body: bytes, content_type: str, *, url: str = "", charset: str
     kind = detect_kind(body, media_type, url=url)
     charset = charset or declared
     if kind == "pdf":
-        return extract_pdf(body, url=url)
-    if kind == "html":
-        return extract_html(body, url=url, charset=charset)
-    if looks_binary(body):
-        raise ExtractError(url, "binary data, not text (no PDF, HTML, markdown or text could be read from it)")
-    text = decode_text(body, charset)
-    if kind == "markdown":
-        return extract_markdown(text, url=url)
-    return extract_text(text, url=url)
+        extracted = extract_pdf(body, url=url)
+    else:
+        text = decode_text(body, charset, html=kind == "html")
+        _refuse_non_text(text, url)
+        if kind == "html":
+            extracted = extract_html(text, url=url)
+        elif kind == "markdown":
+            extracted = extract_markdown(text, url=url)
+        else:
+            extracted = extract_text(text, url=url)
+    _refuse_non_text(extracted.text, url)
+    return extracted
+
+
+def _refuse_non_text(text: str, url: str) -> None:
+    reason = not_text_reason(text)
+    if reason is not None:
+        raise ExtractError(url, reason)
 
 
 def extract_file(path: Path, *, max_bytes: int | None = None) -> Extracted:
@@ -177,7 +190,7 @@ def catalog_card(resource: Resource) -> Document:
 
     The text reads like a reference-list entry, e.g. "GPipe: Efficient Training of Giant Neural
     Networks using Pipeline Parallelism. Yanping Huang et al. NeurIPS 2019. Paper. Topics: Papers,
-    Pipeline Parallelism. URL: https://arxiv.org/abs/1811.06965".
+    Pipeline Parallelism. URL: https://arxiv.org/abs/1811.06965" (the URL as the list wrote it).
     """
     parts = [_sentence(resource.title.strip() or resource.url)]
     if resource.authors:
@@ -190,14 +203,15 @@ def catalog_card(resource: Resource) -> Document:
     parts.append(_sentence(KIND_LABELS.get(resource.kind, resource.kind.capitalize())))
     if resource.topics:
         parts.append(_sentence("Topics: " + ", ".join(resource.topics)))
-    parts.append(f"URL: {resource.url}")
+    # The address as the list wrote it, not the canonical identity: a reader may follow it.
+    parts.append(f"URL: {resource.address}")
     text = " ".join(parts)
     return Document(
         doc_id=resource.id,
         url=resource.url,
         title=resource.title,
         blocks=(Block(text=text),),
-        source_url=resource.url,
+        source_url=resource.address,
         content_type="card",
         kind=resource.kind,
         authors=resource.authors,

@@ -180,8 +180,15 @@ class Chunker:
         return max(self.counter.count(text), len(text) // MAX_CHARS_PER_TOKEN)
 
     def chunk(self, doc: Document) -> list[Chunk]:
-        """All chunks of ``doc`` in reading order, numbered ``f"{doc_id}#{ordinal}"`` from 0."""
+        """All chunks of ``doc`` in reading order, numbered ``f"{doc_id}#{ordinal}"`` from 0.
+
+        A passage whose text the document already gave (a banner on every page, a section printed
+        twice, a body served again and again) is kept once, where it first occurs: otherwise one
+        question would get the same passage as several hits, crowding out every other source.
+        Numbering stays gapless, and each kept chunk keeps its own page, section and offsets.
+        """
         chunks: list[Chunk] = []
+        seen: set[str] = set()
         offset = 0
         refs = None if self.reference_chunks or doc.content_type != "pdf" else reference_zone(doc.text)
         for block in doc.blocks:
@@ -189,13 +196,17 @@ class Chunker:
                 start, end = offset + span.start, offset + span.end
                 if refs is not None and min(end, refs[1]) - max(start, refs[0]) > (end - start) / 2:
                     continue  # mostly reference entries
+                text = block.text[span.start : span.end]
+                if text in seen:
+                    continue
+                seen.add(text)
                 chunks.append(
                     Chunk(
                         chunk_id=f"{doc.doc_id}#{len(chunks)}",
                         doc_id=doc.doc_id,
                         url=doc.url,
                         title=doc.title,
-                        text=block.text[span.start : span.end],
+                        text=text,
                         page=block.page,
                         section=block.section,
                         start=offset + span.start,
