@@ -3,7 +3,8 @@ index versions (FAISS + BM25 + document and sentence stores) that readers open b
 
 Modules, lowest first: :mod:`~dmlqa.index.docstore` (extracted texts kept between builds),
 :mod:`~dmlqa.index.chunk` (passages sized in the model's tokens), :mod:`~dmlqa.index.embed`
-(encoders, the embedding cache and the one embed-and-cache loop), :mod:`~dmlqa.index.lexical`
+(encoders and the one embed-and-cache loop), :mod:`~dmlqa.index.embed_cache` (the crash-safe
+vector cache it flushes to as it goes), :mod:`~dmlqa.index.lexical`
 (BM25), :mod:`~dmlqa.index.ann` (approximate FAISS indexes for large collections) and
 :mod:`~dmlqa.index.versions` (writing, publishing and opening versions). It imports only the stages
 before it (extract, acquire, catalog) and the base modules; loading a model (torch, onnxruntime)

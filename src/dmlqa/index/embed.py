@@ -11,8 +11,9 @@ Two encoders give the same kind of vectors for one model:
 An index records which encoder built it (:attr:`Encoder.key`) and queries always go through the
 same one: vectors of different encoders are close but not interchangeable.
 
-The cache (:class:`EmbeddingCache`) is keyed by (encoder key, sha256 of the text), in the spirit
-of ``simonw/llm``: an unchanged chunk is never embedded twice, whichever document it came from.
+The cache (:class:`~dmlqa.index.embed_cache.EmbeddingCache`) is keyed by (encoder key, sha256 of
+the text), in the spirit of ``simonw/llm``: an unchanged chunk is never embedded twice, whichever
+document it came from.
 """
 
 from __future__ import annotations
@@ -23,6 +24,7 @@ import logging
 import os
 import sqlite3
 import threading
+import time
 from collections import OrderedDict
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
@@ -31,13 +33,14 @@ from typing import Protocol
 
 import numpy as np
 
-from dmlqa.errors import EncoderError
+from dmlqa.errors import EncoderError, Interrupted, is_disk_full
+from dmlqa.index.embed_cache import EmbeddingCache
 from dmlqa.settings import BUNDLED_MODEL
 
 __all__ = [
-    "ENCODERS", "FLUSH_EVERY", "GPU_TEXTS_PER_CALL", "CachedEncoder", "EmbedResult", "EmbeddingCache", "Encoder",
-    "EncoderError", "OnnxEncoder", "TorchEncoder", "VectorSource", "embed_groups", "embed_texts", "load_encoder",
-    "local_vectors", "model_dir", "model_label", "text_sha256",
+    "ENCODERS", "FLUSH_EVERY", "FLUSH_SECONDS", "GPU_TEXTS_PER_CALL", "CachedEncoder", "EmbedResult",
+    "EmbeddingCache", "Encoder", "EncoderError", "OnnxEncoder", "TorchEncoder", "VectorSource", "embed_groups",
+    "embed_texts", "load_encoder", "local_vectors", "model_dir", "model_label", "text_sha256",
 ]
 
 log = logging.getLogger(__name__)
@@ -374,48 +377,6 @@ def load_encoder(
 # -- cache --------------------------------------------------------------------------------------
 
 
-class EmbeddingCache:
-    """SQLite table of vectors keyed by (encoder key, sha256 of text)."""
-
-    def __init__(self, path: Path) -> None:
-        path.parent.mkdir(parents=True, exist_ok=True)
-        # Shared by a build, the app's worker threads and CLI processes: one lock per object,
-        # and a busy timeout for writers in other processes.
-        self._db = sqlite3.connect(str(path), check_same_thread=False, timeout=10.0)
-        self._lock = threading.Lock()
-        self._db.execute("PRAGMA journal_mode=WAL")
-        self._db.execute(
-            "CREATE TABLE IF NOT EXISTS embeddings (encoder TEXT, sha256 TEXT, vector BLOB, "
-            "PRIMARY KEY (encoder, sha256))"
-        )
-
-    def get_many(self, encoder: str, hashes: Sequence[str]) -> dict[str, np.ndarray]:
-        found: dict[str, np.ndarray] = {}
-        unique = list(dict.fromkeys(hashes))
-        with self._lock:
-            for s in range(0, len(unique), 500):
-                part = unique[s : s + 500]
-                marks = ",".join("?" * len(part))
-                rows = self._db.execute(
-                    f"SELECT sha256, vector FROM embeddings WHERE encoder=? AND sha256 IN ({marks})",
-                    [encoder, *part],
-                ).fetchall()
-                for sha, blob in rows:
-                    found[sha] = np.frombuffer(blob, dtype=np.float32)
-        return found
-
-    def put_many(self, encoder: str, items: dict[str, np.ndarray]) -> None:
-        with self._lock, self._db:
-            self._db.executemany(
-                "INSERT OR REPLACE INTO embeddings VALUES (?, ?, ?)",
-                [(encoder, sha, np.asarray(v, dtype=np.float32).tobytes()) for sha, v in items.items()],
-            )
-
-    def close(self) -> None:
-        with self._lock:
-            self._db.close()
-
-
 #: Vectors an answering process keeps in memory (~75 MiB at 384 dimensions).
 VECTOR_CACHE_ITEMS = 50_000
 #: Batch size for short texts (sentences) at answer time: 16 measured ~35% faster than 64 here.
@@ -484,6 +445,10 @@ class CachedEncoder:
 
 #: Texts between two writes of new vectors to the cache: a build that dies half-way keeps what it paid for.
 FLUSH_EVERY = 1024
+#: Seconds between two writes at most: 1,024 texts take 10-50 s on 2 cores, and a build killed with
+#: ``kill -9`` (no handler runs) should lose seconds of work, not a minute. A write is one SQLite
+#: transaction (WAL), so a kill in the middle of one loses that write only, never the cache.
+FLUSH_SECONDS = 2.0
 
 #: Where vectors come from: called with the texts to embed and their encoder batches (lists of
 #: positions into the texts, see :func:`embed_groups`), it yields ``(positions, vectors)`` once per
@@ -553,6 +518,7 @@ def embed_texts(
     batch_size: int = 32,
     progress: Callable[[int], None] | None = None,
     flush_every: int = FLUSH_EVERY,
+    flush_seconds: float = FLUSH_SECONDS,
     source: VectorSource | None = None,
 ) -> EmbedResult:
     """Vectors for ``texts``, embedding only those whose hash the cache lacks.
@@ -562,9 +528,11 @@ def embed_texts(
     (its key) and gives their width even when ``source`` runs copies of it elsewhere.
 
     ``progress`` is called with the number of texts each model batch embedded. New vectors are
-    written to the cache every ``flush_every`` texts, so a build that dies half-way keeps what it
-    already paid for. A text repeated within one call is embedded once; its other copies count as
-    reused.
+    written to the cache every ``flush_every`` texts or ``flush_seconds``, whichever comes first,
+    and once more when anything stops the loop, so a build that dies half-way keeps what it
+    already paid for. A Ctrl-C (``KeyboardInterrupt``) leaves as :class:`~dmlqa.errors.Interrupted`
+    saying how many of ``texts`` have their vectors kept. A text repeated within one call is
+    embedded once; its other copies count as reused.
     """
     hashes = [text_sha256(t) for t in texts]
     known = cache.get_many(encoder.key, hashes) if cache else {}
@@ -577,20 +545,41 @@ def embed_texts(
     source = source or local_vectors(encoder, batch_size)
     fresh: dict[str, np.ndarray] = {}
     seen = 0
-    for positions, vecs in source([t for _, t in pending], groups):
-        for p, v in zip(positions, vecs, strict=True):
-            fresh[pending[p][0]] = v
-        seen += len(positions)
-        if progress:
-            progress(len(positions))
-        if len(fresh) >= flush_every:
-            if cache:
-                cache.put_many(encoder.key, fresh)
-            known.update(fresh)
-            fresh = {}
-    if cache and fresh:
-        cache.put_many(encoder.key, fresh)
-    known.update(fresh)
+    last_flush = time.monotonic()
+
+    def flush() -> None:
+        nonlocal fresh, last_flush
+        if cache and fresh:
+            cache.put_many(encoder.key, fresh)
+        known.update(fresh)
+        fresh = {}
+        last_flush = time.monotonic()
+
+    try:
+        for positions, vecs in source([t for _, t in pending], groups):
+            for p, v in zip(positions, vecs, strict=True):
+                fresh[pending[p][0]] = v
+            seen += len(positions)
+            if progress:
+                progress(len(positions))
+            if len(fresh) >= flush_every or time.monotonic() - last_flush >= flush_seconds:
+                flush()
+        flush()
+    except BaseException as exc:
+        try:
+            flush()  # whatever stopped the loop, the vectors already made are valid: keep them
+        except (OSError, sqlite3.Error) as flush_exc:  # the original error matters more
+            # a full disk that stopped the loop is told by its own one line: the same cause, not news
+            (log.info if is_disk_full(exc) else log.warning)(
+                "could not keep %d new vectors in the cache: %s", len(fresh), flush_exc)
+        if not isinstance(exc, KeyboardInterrupt):
+            raise
+        stop = exc if isinstance(exc, Interrupted) else Interrupted()
+        stop.kept = sum(h in known for h in hashes)
+        stop.total = len(texts)
+        if stop is exc:
+            raise
+        raise stop from exc
     if seen != len(pending):
         raise EncoderError(f"the encoder returned {seen} of {len(pending)} vectors; run the build again")
     out = np.zeros((len(texts), encoder.dim), dtype=np.float32)
