@@ -16,6 +16,7 @@ A home looks like this (``dmlqa init`` makes the first four)::
     index/cache/embeddings.sqlite   vectors by text hash, shared by builds
     index/runs.jsonl, schedule.json run history and the scheduler's next slot
     index/run-in-progress.json      marks a build that has not finished (crash recovery)
+    index/last-failures.json        every failure of the last run, with its reason (status --failures)
     .dmlqa-build.lock               one writer at a time
     .dmlqa-schedule.lock            one scheduler at a time
     ray/                            Ray's temporary folder when a build runs on Ray
@@ -49,6 +50,7 @@ ENCODERS_DIR = "encoders"
 RUNS_FILE = "runs.jsonl"
 SCHEDULE_FILE = "schedule.json"
 IN_PROGRESS_FILE = "run-in-progress.json"
+FAILURES_FILE = "last-failures.json"
 LOCK_FILE = ".dmlqa-build.lock"
 SCHEDULE_LOCK_FILE = ".dmlqa-schedule.lock"
 RAY_DIR = "ray"

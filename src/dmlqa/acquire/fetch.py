@@ -39,6 +39,8 @@ from dmlqa.acquire.archive import ArchivedResponse, ArchiveReplay, ArchiveWriter
 from dmlqa.acquire.http import (
     ACCEPT,
     ALLOWED_SCHEMES,
+    DNS_FAILED,
+    EARLIER,
     ERROR_BODY_LIMIT,
     RETRY_STATUSES,
     ROBOTS_BODY_LIMIT,
@@ -123,6 +125,9 @@ class Fetcher:
         self._global = asyncio.Semaphore(max(1, config.concurrency))
         self._per_host: dict[str, asyncio.Semaphore] = {}
         self._host_verdicts: dict[tuple[str, int], str | None] = {}
+        self._host_locks: dict[tuple[str, int], asyncio.Lock] = {}
+        #: host -> why its name did not resolve: asked once per build, then every URL of it fails at once
+        self._unresolved: dict[str, str] = {}
         self._robots: dict[str, RobotsPolicy] = {}
         self._robots_locks: dict[str, asyncio.Lock] = {}
         self._agent = robots_agent(config.user_agent)
@@ -137,6 +142,8 @@ class Fetcher:
             "refused": 0,
             "errors": 0,
             "bytes": 0,
+            "responses": 0,  # HTTP answers from the network, any status: 0 means no server was reached
+            "unresolved_skips": 0,  # hops failed at once because their host failed DNS earlier
         }
 
     # -- lifecycle ---------------------------------------------------------------------------------
@@ -211,6 +218,19 @@ class Fetcher:
             return None
         policy = self._robots.get(origin(scheme, host, port)) if host else None
         return policy.crawl_delay(self._agent) if policy is not None else None
+
+    def unresolvable(self, url: str) -> bool:
+        """Whether ``url``'s host failed DNS earlier in this fetcher's life (a build run).
+
+        Asking it again fails at once without a lookup, so a caller that paces requests
+        (:mod:`dmlqa.acquire.pacing`) must not wait before it: with no network, 150 arXiv
+        look-ups would otherwise sit out 3 s each only to fail.
+        """
+        try:
+            host = urlsplit(url.strip()).hostname
+        except ValueError:
+            return False
+        return bool(host) and host in self._unresolved
 
     # -- the redirect loop -------------------------------------------------------------------------
     async def _fetch(self, url: str, conditional: bool) -> tuple[FetchResult, _Exchange]:
@@ -322,23 +342,43 @@ class Fetcher:
         return scheme, host, port
 
     async def _check_host(self, host: str, port: int) -> None:
-        """Refuse hosts on non-public addresses (SSRF) unless allow_private_hosts.
+        """Fail at once for a host whose name did not resolve earlier in this build; else refuse hosts on
+        non-public addresses (SSRF) unless allow_private_hosts.
 
-        IP literals are judged directly; names are resolved with the loop's getaddrinfo and
-        refused if *any* address is non-public, so a name cannot smuggle one in among public
-        ones. Verdicts are cached per host for the fetcher's life. httpx resolves again when it
-        connects, so a DNS server that answers differently the second time (rebinding) is not
-        stopped; pinning the address would break TLS name checks through httpx.
+        IP literals are judged directly; names are resolved with the loop's getaddrinfo, one lookup
+        per host and port at a time, and refused if *any* address is non-public, so a name cannot
+        smuggle one in among public ones. Verdicts are cached per host for the fetcher's life, and a
+        name that does not resolve fails every later URL of that host without a second lookup, a
+        retry or a pacing wait. With allow_private_hosts nothing is resolved here (a test transport
+        or a proxy may reach names this machine cannot resolve): httpx's own lookup, when it fails,
+        marks the host the same way (:meth:`_request`). httpx resolves again when it connects, so a
+        DNS server that answers differently the second time (rebinding) is not stopped; pinning the
+        address would break TLS name checks through httpx.
         """
+        name = host.lower()
+        self._raise_if_unresolved(name)
         if self.config.allow_private_hosts:
             return
-        key = (host, port)
+        key = (name, port)
         if key not in self._host_verdicts:
-            self._host_verdicts[key] = await host_verdict(host, port)
+            async with self._host_locks.setdefault(key, asyncio.Lock()):  # concurrent URLs: one lookup
+                self._raise_if_unresolved(name)
+                if key not in self._host_verdicts:
+                    verdict = await host_verdict(host, port)
+                    self._host_verdicts[key] = verdict
+                    if verdict is not None and verdict.startswith(DNS_FAILED):
+                        self._unresolved[name] = verdict
         verdict = self._host_verdicts[key]
         if verdict is not None:
-            self.stats["refused"] += 1
+            if not verdict.startswith(DNS_FAILED):
+                self.stats["refused"] += 1
             raise _Fail(verdict)
+
+    def _raise_if_unresolved(self, host: str) -> None:
+        reason = self._unresolved.get(host)
+        if reason is not None:
+            self.stats["unresolved_skips"] += 1
+            raise _Fail(f"{reason} {EARLIER}")
 
     # -- robots.txt --------------------------------------------------------------------------------
     async def _robots_allow(self, scheme: str, host: str, port: int, url: str) -> bool:
@@ -349,6 +389,8 @@ class Fetcher:
                 if key not in self._robots:
                     self.stats["robots_fetched"] += 1
                     self._robots[key] = await load_robots(key, self._robots_hop)
+                    return self._robots[key].allows(self._agent, url)
+            self._raise_if_unresolved(host.lower())  # waited for another URL whose robots.txt found no such name
         return self._robots[key].allows(self._agent, url)
 
     async def _robots_hop(self, url: str) -> RobotsAnswer | str:
@@ -381,7 +423,9 @@ class Fetcher:
                 problem = f"timed out after {format_seconds(c.timeout)}"
             except (httpx.NetworkError, httpx.RemoteProtocolError) as exc:
                 problem = describe_network_error(exc, url)
-                if problem.startswith(("DNS lookup failed", "TLS")):
+                if problem.startswith(DNS_FAILED):  # resolved before, not now: the host's other URLs fail fast
+                    self._unresolved.setdefault((urlsplit(url).hostname or "").lower(), problem)
+                if problem.startswith((DNS_FAILED, "TLS")):
                     raise _Fail(problem) from None  # another try will not change these
             except httpx.TransportError as exc:  # proxy and local protocol errors: not transient
                 raise _Fail(f"network error ({exc.__class__.__name__}: {exc})") from None
@@ -425,6 +469,7 @@ class Fetcher:
             logger.debug("GET %s", url)
             try:
                 async with self._http().stream("GET", url, headers=headers) as response:
+                    self.stats["responses"] += 1
                     fetched_at = utc_now_iso()
                     status = response.status_code
                     keep_all = 200 <= status < 300 and not robots

@@ -8,8 +8,9 @@ in turn, and the next starts at least the host's interval after the previous one
 never less polite than counting from its start.
 
 Pacing is per :class:`~dmlqa.acquire.fetch.Fetcher` (one build run), kept beside it rather than in
-it so the fetcher's own request path is unchanged. Replayed answers and offline runs use no network,
-so they wait for nothing.
+it so the fetcher's own request path is unchanged. Replayed answers, offline runs and hosts whose name
+did not resolve earlier in the build (:meth:`~dmlqa.acquire.fetch.Fetcher.unresolvable`) use no
+network, so they wait for nothing.
 """
 
 from __future__ import annotations
@@ -78,12 +79,14 @@ async def paced_fetch(fetcher: Fetcher, url: str, *, conditional: bool = True) -
     A robots.txt delay longer than ``fetch.max_retry_after`` is not waited out: the request is refused
     with a :class:`FetchError` saying so, as an over-long ``Retry-After`` is.
     """
-    if fetcher.offline:
+    if fetcher.offline or fetcher.unresolvable(url):  # no request can leave: nothing to wait for
         return await fetcher.fetch(url, conditional=conditional)
     pacer = _pacer(fetcher)
     key = host_key(url)
     lock = pacer.locks.setdefault(key, asyncio.Lock())
     async with lock:  # one request at a time per host, as arXiv asks
+        if fetcher.unresolvable(url):  # the request before this one found the name does not resolve
+            return await fetcher.fetch(url, conditional=conditional)
         delay = min_interval(fetcher, url)
         cap = fetcher.config.max_retry_after
         if delay > cap:
@@ -100,5 +103,6 @@ async def paced_fetch(fetcher: Fetcher, url: str, *, conditional: bool = True) -
             used_network = not result.from_archive
             return result
         finally:
-            if used_network:  # a failure may have reached the host too: count it
+            # A failure may have reached the host too: count it; a name that did not resolve reached nobody.
+            if used_network and not fetcher.unresolvable(url):
                 pacer.next_at[key] = time.monotonic() + min_interval(fetcher, url)

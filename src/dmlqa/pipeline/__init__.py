@@ -7,16 +7,17 @@ history), :mod:`~dmlqa.pipeline.report` (options, stage results, :class:`BuildRe
 :mod:`~dmlqa.pipeline.refresh` (re-reading the lists), :mod:`~dmlqa.pipeline.stages` (the stage
 functions), :mod:`~dmlqa.pipeline.local_executor` and :mod:`~dmlqa.pipeline.ray_executor` (where
 fetch, extract, chunk and embed run), :mod:`~dmlqa.pipeline.build` (one build, in order),
-:mod:`~dmlqa.pipeline.lock`, :mod:`~dmlqa.pipeline.schedule` and :mod:`~dmlqa.pipeline.home` (a
-home's status). It imports the stages before it (index, extract, acquire, catalog) and the base
-modules, never the query side or the front ends.
+:mod:`~dmlqa.pipeline.lock`, :mod:`~dmlqa.pipeline.signals` (SIGTERM stops a build as Ctrl-C does),
+:mod:`~dmlqa.pipeline.schedule` and :mod:`~dmlqa.pipeline.home` (a home's status). It imports the
+stages before it (index, extract, acquire, catalog) and the base modules, never the query side or
+the front ends.
 
 The Ray executor is not imported here: the build imports it when ``build.executor = "ray"``.
 """
 
 from dmlqa.pipeline import stages
 from dmlqa.pipeline.build import make_executor, run_build
-from dmlqa.pipeline.coverage import coverage, network_notice
+from dmlqa.pipeline.coverage import coverage, no_network
 from dmlqa.pipeline.graph import GraphResult, Resolver
 from dmlqa.pipeline.home import index_status, init_home, run_history
 from dmlqa.pipeline.local_executor import LocalExecutor
@@ -38,6 +39,7 @@ from dmlqa.pipeline.report import (
 )
 from dmlqa.pipeline.runs import Changes, RunRecord, read_runs, read_schedule
 from dmlqa.pipeline.schedule import RunOutcome, Schedule, SchedulerLock, SchedulerStopped, run_scheduler
+from dmlqa.pipeline.signals import stop_on_signals
 from dmlqa.pipeline.works import Duplicate, merge_works
 
 __all__ = [
@@ -70,7 +72,7 @@ __all__ = [
     "init_home",
     "make_executor",
     "merge_works",
-    "network_notice",
+    "no_network",
     "read_runs",
     "read_schedule",
     "refresh_lists",
@@ -78,4 +80,5 @@ __all__ = [
     "run_history",
     "run_scheduler",
     "stages",
+    "stop_on_signals",
 ]

@@ -19,7 +19,7 @@ import logging
 import time
 from pathlib import Path
 
-from dmlqa.errors import ExecutorError, NothingToBuildError
+from dmlqa.errors import ExecutorError, NoNetworkError, NothingToBuildError
 from dmlqa.index.docstore import DocStore
 from dmlqa.index.versions import prune
 from dmlqa.models import Resource
@@ -73,6 +73,20 @@ def _read_catalog(settings: Settings) -> list[Resource]:
     return resources
 
 
+def _stop_without_network(settings: Settings, report: BuildReport, stats: dict[str, int]) -> None:
+    """Raise :class:`NoNetworkError` when no fetch reached any server (see :func:`no_network`).
+
+    Before anything is stored or embedded: the document store and the published version stay as they
+    were, the run is recorded failed with its fetch failures, and the command exits non-zero.
+    """
+    from dmlqa.pipeline.coverage import no_network
+
+    saved = len(list(settings.archive_dir.glob("*.warc.gz"))) if settings.archive_dir.is_dir() else 0
+    reason = no_network(report.failed, report.fetched_ok, stats.get("responses", 0), saved)
+    if reason is not None:
+        raise NoNetworkError(reason)
+
+
 def run_build(
     settings: Settings,
     options: BuildOptions | None = None,
@@ -81,7 +95,8 @@ def run_build(
 ) -> BuildReport:
     """Build and publish a new index version of ``settings.home``; return the report.
 
-    Raises :class:`~dmlqa.errors.DmlqaError` only when no version could be published at all.
+    Raises :class:`~dmlqa.errors.DmlqaError` only when no version could be published at all, and
+    :class:`~dmlqa.errors.NoNetworkError` when no fetch reached any server (nothing is published then).
     """
     from dmlqa.pipeline.lock import WriterLock
 
@@ -108,13 +123,14 @@ def run_build(
                 fetched, extracted = executor.fetch_extract(resources, store)
                 report.add_fetch(fetched)
                 report.add_extract(extracted)
+                _stop_without_network(settings, report, fetched.stats)
                 with clock("extract"):
                     local = stages.local_documents(settings, store)
                     report.add_extract(local, local=True)
                     documents = [*extracted.documents, *local.documents]
                     report.add_removed(stages.store_documents(store, documents))
             log.debug("fetch stats: %s", fetched.stats)
-            works = stages.merge_copies(resources, documents, report.failed, report.fetched_ok)
+            works = stages.merge_copies(resources, documents, report.failed)
             report.add_works(works)
             with clock("graph"):
                 graph = stages.citations(works)

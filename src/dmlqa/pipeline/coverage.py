@@ -16,6 +16,7 @@ from dataclasses import dataclass, field
 from typing import Any
 from urllib.parse import urlsplit
 
+from dmlqa.acquire.http import EARLIER
 from dmlqa.models import Document, Failure, Resource
 
 #: A resource's outcome in one build.
@@ -128,10 +129,24 @@ def coverage(
     return {"total": total.to_json(), "by_list": ordered(by_list), "by_host": ordered(by_host)}
 
 
-def network_notice(failures: Sequence[Failure], fetched_ok: int) -> str | None:
-    """One line when every fetch failed for lack of DNS (no network): say so and point to ``--archive``."""
+#: Failure kinds (:func:`reason_kind`) that mean no server answered at all.
+NO_ANSWER_KINDS = frozenset({"DNS lookup failed", "connection failed", "timeout"})
+
+
+def no_network(failures: Sequence[Failure], fetched_ok: int, responses: int, saved_archives: int = 0) -> str | None:
+    """The one line to stop a build with when it reached no server at all, else None.
+
+    That is: nothing was fetched (``fetched_ok``: bytes or a 304, from the network or an archive), no
+    HTTP answer came back to any request (``responses``, robots.txt and open-access look-ups included),
+    and every fetch failure is a DNS, connect or timeout failure. Such a build would publish catalog
+    cards and exit 0, which a scheduler reads as success. ``saved_archives`` (WARC files in the home)
+    makes the line point at them.
+    """
     fetch = [f for f in failures if f.stage == "fetch"]
-    if fetched_ok or not fetch or not all("dns lookup failed" in f.error.lower() for f in fetch):
+    if fetched_ok or responses or not fetch or any(reason_kind(f.error) not in NO_ANSWER_KINDS for f in fetch):
         return None
-    return (f"no network: all {len(fetch)} fetches failed with DNS lookup errors; to build from saved pages "
-            f"use `dmlqa build --archive FILE.warc.gz --offline`")
+    first = next((f for f in fetch if EARLIER not in f.error), fetch[0])  # the lookup itself, not its echo
+    saved = f" (this home has {saved_archives} in corpus/archive/)" if saved_archives else ""
+    return (f"no network: {len(fetch)} of {len(fetch)} fetches failed to resolve or connect "
+            f"(first: {first.url}: {first.error}); check the connection, or build from saved pages with "
+            f"`dmlqa build --offline --archive FILE.warc.gz`{saved}")

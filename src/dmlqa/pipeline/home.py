@@ -7,7 +7,7 @@ from typing import Any
 from dmlqa.errors import IndexDamagedError, IndexMissingError
 from dmlqa.index.versions import VERSIONS, check_version, current_version
 from dmlqa.paths import SETTINGS_FILE
-from dmlqa.pipeline.runs import read_runs, read_schedule
+from dmlqa.pipeline.runs import consecutive_failures, read_runs, read_schedule
 from dmlqa.settings import Settings
 
 _TEMPLATE = """# dmlqa settings for this home, by section. Every key can also be set in the environment as
@@ -88,11 +88,21 @@ def run_history(settings: Settings, limit: int = 10) -> dict[str, Any]:
     """The last ``limit`` build runs (newest first), and the running scheduler's next slot, if any.
 
     Kept apart from the index facts so ``dmlqa status`` can show the history even when no version
-    was ever published (every run so far failed).
+    was ever published (every run so far failed). ``ok`` is the last run's outcome, with
+    ``consecutive_failures``, ``last_error`` and ``last_failures`` (its failures summed up by
+    reason, :func:`~dmlqa.pipeline.runs.summarize_failures`).
     """
     schedule = read_schedule(settings.index_dir)
+    runs = read_runs(settings.index_dir)
+    last = runs[-1] if runs else None
     return {
-        "runs": [r.to_json() for r in reversed(read_runs(settings.index_dir, limit))],
+        "runs": [r.to_json() for r in reversed(runs[-limit:] if limit else runs)],
         "next_run": schedule.get("next_run") if schedule else None,
         "schedule": schedule,
+        # what a watcher checks: did the last run fail (None before any), and how many in a row
+        "ok": last.ok if last else None,
+        "consecutive_failures": consecutive_failures(runs),
+        "last_error": last.error if last else None,
+        "last_failures": {"total": (last.counts or {}).get("failed", 0), "by_reason": last.failure_summary}
+        if last else None,
     }

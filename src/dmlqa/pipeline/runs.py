@@ -28,16 +28,19 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any, Protocol
 
+from dmlqa.errors import DiskFullError, is_disk_full
 from dmlqa.fsutil import atomic_write_text
 from dmlqa.index.versions import VERSIONS, current_version
-from dmlqa.models import Chunk, Document
-from dmlqa.paths import IN_PROGRESS_FILE, RUNS_FILE, SCHEDULE_FILE
+from dmlqa.models import Chunk, Document, Failure
+from dmlqa.paths import FAILURES_FILE, IN_PROGRESS_FILE, RUNS_FILE, SCHEDULE_FILE
 
 log = logging.getLogger(__name__)
 
 #: Ids listed per change kind in one record; the counts are always complete. A first build adds
 #: every resource, and a line of tens of thousands of ids helps nobody reading a status table.
 MAX_IDS = 200
+#: URLs named per failure reason in a record's summary (the counts are complete; `status --failures` lists all).
+SUMMARY_URLS = 3
 #: The history is trimmed to this many runs once the file grows past ``TRIM_BYTES``.
 KEEP_RUNS = 500
 TRIM_BYTES = 4 * 1024 * 1024
@@ -159,6 +162,9 @@ class RunRecord:
     finished_at: str | None = None
     seconds: float | None = None
     ok: bool = False
+    #: stopped from outside (Ctrl-C, SIGTERM, a kill) rather than failed: ``ok`` is false, and the
+    #: next build carries on (the vectors embedded so far are in the cache)
+    interrupted: bool = False
     trigger: str = "build"  # build | schedule
     pid: int = 0
     index_version: str | None = None
@@ -168,6 +174,8 @@ class RunRecord:
     updated: list[str] = field(default_factory=list)
     removed: list[str] = field(default_factory=list)
     failed: list[str] = field(default_factory=list)  # URLs (or local paths) with their stage
+    #: every failure of the run grouped by reason, most frequent first: {"reason", "count", "urls"}
+    failure_summary: list[dict[str, Any]] = field(default_factory=list)
     counts: dict[str, int] = field(default_factory=dict)
     refresh: dict[str, Any] | None = None  # what --refresh-lists changed in the catalog
 
@@ -189,9 +197,14 @@ def append_run(index_dir: Path, record: RunRecord) -> None:
     path.parent.mkdir(parents=True, exist_ok=True)
     line = json.dumps(record.to_json(), ensure_ascii=False) + "\n"
     with open(path, "a", encoding="utf-8") as fh:
-        fh.write(line)
-        fh.flush()
-        os.fsync(fh.fileno())
+        end = fh.tell()
+        try:
+            fh.write(line)
+            fh.flush()
+            os.fsync(fh.fileno())
+        except OSError:  # a full disk takes part of a line: cut it, or the next line would be glued to it
+            fh.truncate(end)
+            raise
     if path.stat().st_size > TRIM_BYTES:
         lines = path.read_text(encoding="utf-8").splitlines(keepends=True)
         atomic_write_text(path, "".join(lines[-KEEP_RUNS:]))
@@ -217,11 +230,63 @@ def read_runs(index_dir: Path, limit: int | None = None) -> list[RunRecord]:
     return out[-limit:] if limit else out
 
 
+def consecutive_failures(records: Sequence[RunRecord]) -> int:
+    """How many of the newest runs (``records`` oldest first, as :func:`read_runs` gives them) failed in a row.
+
+    What a scheduler's watcher alerts on: one failed night is noise, three are an outage. Interrupted
+    runs (Ctrl-C, SIGTERM, a kill) are stops, not failures: they neither count nor end a streak.
+    """
+    count = 0
+    for record in reversed(records):
+        if record.ok:
+            break
+        count += not record.interrupted
+    return count
+
+
+def summarize_failures(failures: Sequence[Failure]) -> list[dict[str, Any]]:
+    """``failures`` grouped by the kind of reason (the coverage
+    table's kinds: "DNS lookup failed", "HTTP 404", ...), most frequent first, each with its count
+    and its first :data:`SUMMARY_URLS` URLs: a few lines say what hundreds of rows would bury."""
+    from dmlqa.pipeline.coverage import reason_kind
+
+    groups: dict[str, dict[str, Any]] = {}
+    for f in failures:
+        group = groups.setdefault(reason_kind(f.error), {"count": 0, "urls": []})
+        group["count"] += 1
+        if len(group["urls"]) < SUMMARY_URLS and f.url not in group["urls"]:
+            group["urls"].append(f.url)
+    ordered = sorted(groups.items(), key=lambda kv: (-kv[1]["count"], kv[0]))
+    return [{"reason": reason, **group} for reason, group in ordered]
+
+
+def write_failures(index_dir: Path, started_at: str, failures: Sequence[Failure]) -> None:
+    """Replace ``index/last-failures.json`` with every failure of the run that started at ``started_at``.
+
+    A file of its own, not the run's line: the history keeps counts and a summary per run, and one
+    run with thousands of failures would otherwise swell every later read of it.
+    """
+    rows = [f.to_json() for f in failures]
+    atomic_write_text(index_dir / FAILURES_FILE,
+                      json.dumps({"started_at": started_at, "failed": rows}, ensure_ascii=False) + "\n")
+
+
+def read_failures(index_dir: Path) -> dict[str, Any] | None:
+    """The last run's failures as :func:`write_failures` stored them (``started_at``, ``failed``), if any."""
+    try:
+        data = json.loads((index_dir / FAILURES_FILE).read_text(encoding="utf-8"))
+    except (FileNotFoundError, ValueError):
+        return None
+    return data if isinstance(data, dict) and isinstance(data.get("failed"), list) else None
+
+
 def describe_error(error: BaseException) -> str:
     """A one-line reason: our own errors say it well; anything else is named by its type too."""
     from dmlqa.errors import DmlqaError
 
     text = " ".join(str(error).split())
+    if isinstance(error, KeyboardInterrupt):  # dmlqa.errors.Interrupted says by what, and what is kept
+        return f"interrupted: {text or 'stopped by Ctrl-C'}; the published version was kept"
     if isinstance(error, DmlqaError) and text:
         return text
     return f"{type(error).__name__}: {text}" if text else type(error).__name__
@@ -254,6 +319,7 @@ def record_from_report(record: RunRecord, report: _ReportLike) -> RunRecord:
     record.updated = _capped(changes.updated)
     record.removed = _capped(changes.removed)
     record.failed = _capped(failed)
+    record.failure_summary = summarize_failures(report.failed)
     record.counts = {
         "added": len(changes.added),
         "updated": len(changes.updated),
@@ -289,6 +355,7 @@ def recover_interrupted(index_dir: Path) -> RunRecord | None:
     record = RunRecord(
         started_at=started or utc_now(),
         ok=False,
+        interrupted=True,
         trigger=(data.get("trigger") if isinstance(data, dict) else None) or "build",
         pid=int(pid or 0),
         previous_version=data.get("previous_version") if isinstance(data, dict) else None,
@@ -306,7 +373,8 @@ def recording(index_dir: Path, report: _ReportLike, *, trigger: str = "build") -
     """Record the run around a build: a marker while it runs, one line in ``runs.jsonl`` after.
 
     Must be entered under the writer lock. On an exception the line says ``ok: false`` with the
-    error, and the exception goes on; on success the line carries the report's changes.
+    error (and ``interrupted: true`` for Ctrl-C or SIGTERM), and the exception goes on; on success
+    the line carries the report's changes.
     """
     index_dir.mkdir(parents=True, exist_ok=True)
     recover_interrupted(index_dir)
@@ -326,19 +394,43 @@ def recording(index_dir: Path, report: _ReportLike, *, trigger: str = "build") -
         record.ok = error is None and report.index_version is not None
         if error is not None:
             record.error = describe_error(error)
+            record.interrupted = isinstance(error, KeyboardInterrupt)
             record.index_version = None
-        append_run(index_dir, record)
+        try:
+            append_run(index_dir, record)
+        except OSError as exc:
+            if not is_disk_full(exc, index_dir):
+                raise
+            # The marker's block may be all the line needs; left behind, it would read as a killed run.
+            marker.unlink(missing_ok=True)
+            append_run(index_dir, record)
         marker.unlink(missing_ok=True)
+        try:
+            write_failures(index_dir, record.started_at, report.failed)
+        except OSError as exc:  # the run's line (counts, summary) is what matters; never a stale list
+            (index_dir / FAILURES_FILE).unlink(missing_ok=True)
+            log.info("could not write the failure list of the run: %s", exc)  # the error line says why
 
     try:
         yield record
     except BaseException as exc:
         try:
             finish(exc)
-        except OSError:  # the original error matters more than a failed history line
-            log.exception("could not record the failed run")
+        except OSError as failed:  # the original error matters more than a failed history line
+            if not is_disk_full(failed, index_dir):
+                log.exception("could not record the failed run")
+            else:  # the error itself (most often the same full disk) is the one line the user needs
+                log.info("could not record the failed run: %s", failed)
         raise
-    finish(None)
+    try:
+        finish(None)
+    except OSError as exc:
+        if not is_disk_full(exc, index_dir):
+            raise
+        raise DiskFullError(
+            f"disk full while writing {index_dir / RUNS_FILE}: index version {report.index_version} is published, "
+            "but the run history misses this run; free space"
+        ) from None
 
 
 # -- the scheduler's plan -------------------------------------------------------------------------

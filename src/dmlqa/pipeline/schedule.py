@@ -5,6 +5,8 @@ reused documents and cached embeddings keep a nightly rebuild cheap, the build's
 keeps it from colliding with a manual ``dmlqa build``, and the run history (:mod:`dmlqa.pipeline.runs`)
 records what each run changed. A failed run (network down, a list gone, a bug) is logged and
 recorded; the published version stays as it was and the scheduler simply waits for the next slot.
+Failed runs in a row are counted (from the history, so a restarted scheduler goes on counting) and
+shown by ``dmlqa status`` and the app: one failed night is noise, three are an outage.
 
 Schedules are either an interval (``--every 24h``) or a cron expression (``--cron "0 3 * * *"``,
 in local time, parsed by croniter). Interval slots are anchored to the scheduler's start, so a run
@@ -26,12 +28,12 @@ from dataclasses import dataclass, replace
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
-from dmlqa.errors import BuildLockedError, DmlqaError, ScheduleError
+from dmlqa.errors import BuildLockedError, DmlqaError, Interrupted, ScheduleError
 from dmlqa.paths import SCHEDULE_LOCK_FILE, HomePaths
 from dmlqa.pipeline.build import run_build
 from dmlqa.pipeline.lock import WriterLock
 from dmlqa.pipeline.report import BuildOptions, BuildReport
-from dmlqa.pipeline.runs import describe_error, write_schedule
+from dmlqa.pipeline.runs import consecutive_failures, describe_error, parse_time, read_runs, write_schedule
 from dmlqa.settings import Settings
 
 __all__ = [
@@ -49,11 +51,12 @@ _DURATION_PART = re.compile(r"(\d+(?:\.\d+)?)\s*(w|d|h|m|s)", re.IGNORECASE)
 _UNIT_S = {"w": 604800, "d": 86400, "h": 3600, "m": 60, "s": 1}
 
 
-class SchedulerStopped(BaseException):  # noqa: N818 - like KeyboardInterrupt: a stop, not an error
+class SchedulerStopped(Interrupted):
     """Raised from a signal handler to stop the scheduler at once, mid-build included.
 
-    A BaseException, so that no ``except Exception`` on the way (a run's own safety net) swallows
-    it; the build's run record still sees it and says the run was stopped.
+    An :class:`~dmlqa.errors.Interrupted` (so a ``KeyboardInterrupt``, no ``Exception``), so that no
+    ``except Exception`` on the way (a run's own safety net) swallows it; a build it stops keeps its
+    vectors and is recorded as interrupted, as a build stopped by Ctrl-C is.
     """
 
 
@@ -160,6 +163,8 @@ class RunOutcome:
     error: str | None
     skipped: bool = False  # another build held the lock: nothing ran
     next_run: datetime | None = None
+    #: failed runs in a row up to this one, from the run history (0 after a run that published)
+    consecutive_failures: int = 0
 
     @property
     def ok(self) -> bool:
@@ -188,6 +193,17 @@ def _wait_until(moment: datetime, stop: threading.Event) -> bool:
             return False
 
 
+def _failures_in_a_row(settings: Settings) -> int:
+    return consecutive_failures(read_runs(settings.index_dir))
+
+
+def _recorded_since(settings: Settings, started: datetime) -> bool:
+    """Whether the history's newest run started at or after ``started`` (to the second it stores)."""
+    runs = read_runs(settings.index_dir, 1)
+    when = parse_time(runs[-1].started_at) if runs else None
+    return when is not None and when >= started.replace(microsecond=0)
+
+
 def run_once(settings: Settings, options: BuildOptions, slot: datetime) -> RunOutcome:
     """One scheduled build; never raises for a failed build (the history has it, the log too)."""
     started = _now()
@@ -195,13 +211,20 @@ def run_once(settings: Settings, options: BuildOptions, slot: datetime) -> RunOu
         report = run_build(settings, replace(options, trigger="schedule"))
     except BuildLockedError as exc:
         log.warning("scheduled run skipped: %s", exc)
-        return RunOutcome(slot, started, _now(), None, str(exc), skipped=True)
+        return RunOutcome(slot, started, _now(), None, str(exc), skipped=True,
+                          consecutive_failures=_failures_in_a_row(settings))
     except Exception as exc:  # noqa: BLE001 - the scheduler must outlive any one run
+        # The history has the run (recorded by the build); a run that failed before it could be
+        # recorded still counts, as one more than the history says.
+        in_a_row = _failures_in_a_row(settings)
+        if not _recorded_since(settings, started):
+            in_a_row += 1
         if isinstance(exc, DmlqaError):
-            log.error("scheduled run failed, keeping the published version: %s", exc)
+            log.error("scheduled run failed (%d in a row), keeping the published version: %s", in_a_row, exc)
         else:
-            log.exception("scheduled run failed with an unexpected error; keeping the published version")
-        return RunOutcome(slot, started, _now(), None, describe_error(exc))
+            log.exception("scheduled run failed with an unexpected error (%d in a row); keeping the published "
+                          "version", in_a_row)
+        return RunOutcome(slot, started, _now(), None, describe_error(exc), consecutive_failures=in_a_row)
     changes = report.changes
     log.debug("scheduled run report: %s", json.dumps(report.to_json(), ensure_ascii=False))
     log.info(
@@ -234,7 +257,7 @@ def run_scheduler(
     with SchedulerLock(settings.home):
         started = _now()
         info = {"pid": os.getpid(), "spec": schedule.spec, "started_at": _iso(started), "running": True,
-                "runs": 0, "last_run": None, "last_ok": None, "next_run": None}
+                "runs": 0, "last_run": None, "last_ok": None, "next_run": None, "consecutive_failures": 0}
         anchor = started
         slot = started if run_now else schedule.next_after(started, anchor=anchor)
         log.info("scheduler started (%s); first run at %s", schedule.spec, slot.astimezone().isoformat())
@@ -249,7 +272,7 @@ def run_scheduler(
                 outcome = replace(outcome, next_run=nxt)
                 outcomes.append(outcome)
                 info.update(runs=len(outcomes), last_run=_iso(outcome.started_at), last_ok=outcome.ok,
-                            next_run=_iso(nxt))
+                            next_run=_iso(nxt), consecutive_failures=outcome.consecutive_failures)
                 # Published before anyone hears of the run, so a status read then never shows a past slot.
                 write_schedule(settings.index_dir, info)
                 if on_run is not None:
