@@ -6,8 +6,9 @@ titles), :mod:`~dmlqa.catalog.markdown` (a list's logical lines and links),
 (``catalog.jsonl``, ``lists.toml``, :func:`import_lists`), :mod:`~dmlqa.catalog.local` (the
 user's own documents), :mod:`~dmlqa.catalog.bibformats` (BibTeX and CSL-JSON exports read into
 :class:`LibraryEntry` records) and :mod:`~dmlqa.catalog.library` (a reference library added to a
-home: attachments as documents, the rest as catalog entries, :func:`add_files`). The first
-stage; it imports nothing of the stages after it.
+home: attachments as documents, the rest as catalog entries, :func:`add_files`), and
+:mod:`~dmlqa.catalog.remove` (taking an entry or a local document back out). The first stage; it
+imports nothing of the stages after it.
 """
 
 from dmlqa.catalog.bibformats import EntryProblem, LibraryEntry, ParsedLibrary, read_library
@@ -15,6 +16,7 @@ from dmlqa.catalog.library import AttachedFile, add_files, add_library, is_libra
 from dmlqa.catalog.lists import ParsedList, combine, list_name_for, parse_list
 from dmlqa.catalog.local import AddReport, add_paths, jsonl_documents, local_files, scan_local, too_large_reason
 from dmlqa.catalog.markdown import ParseIssue, repair_mojibake
+from dmlqa.catalog.remove import Removal, apply_removal
 from dmlqa.catalog.store import ImportReport, import_lists, merge, read_catalog, read_lists, write_catalog
 from dmlqa.catalog.urls import (
     address,
@@ -39,10 +41,12 @@ __all__ = [
     "ParseIssue",
     "ParsedLibrary",
     "ParsedList",
+    "Removal",
     "add_files",
     "add_library",
     "add_paths",
     "address",
+    "apply_removal",
     "arxiv_id",
     "canonicalize",
     "combine",

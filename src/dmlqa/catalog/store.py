@@ -20,6 +20,7 @@ from dmlqa.catalog.lists import ParsedList, combine, list_name_for, parse_list
 from dmlqa.catalog.markdown import ParseIssue
 from dmlqa.errors import CatalogError
 from dmlqa.fsutil import atomic_write_text
+from dmlqa.media import looks_binary
 from dmlqa.models import Resource
 from dmlqa.paths import CATALOG_FILE, LISTS_DIR, LISTS_FILE
 
@@ -123,15 +124,34 @@ def _read_list_file(path: Path) -> str:
         data = Path(path).read_bytes()
     except OSError as exc:
         raise CatalogError(str(path), f"cannot read list file: {exc.strerror or exc}") from exc
+    if looks_binary(data):
+        raise CatalogError(str(path), "binary data, not a markdown list of links: nothing imported")
     return data.decode("utf-8", errors="replace")
+
+
+def _check_has_links(path: Path, text: str, pl: ParsedList) -> None:
+    """Refuse a file that names no resource: importing it would register an empty list and report
+    success, which hides a wrong file name (``/etc/hostname``, a README without links)."""
+    if pl.resources:
+        return
+    if not text.strip():
+        why = "the file is empty"
+    elif pl.skipped or pl.issues:
+        parts = [f"{len(pl.skipped)} link{'s' * (len(pl.skipped) != 1)} skipped as badges, anchors or list upkeep",
+                 f"{len(pl.issues)} unreadable line{'s' * (len(pl.issues) != 1)}"]
+        why = f"no resource links ({', '.join(x for x in parts if not x.startswith('0 '))})"
+    else:
+        why = "no links found (a list names resources as markdown links [title](https://...) or bare URLs)"
+    raise CatalogError(str(path), f"{why}: nothing imported")
 
 
 def import_lists(paths: Sequence[Path], corpus_dir: Path, *, replace_lists: bool = False) -> ImportReport:
     """Parse list files and fold them into the home's catalog; re-importing the same file changes nothing.
 
-    Every file is read before anything is written, so a missing file fails the import cleanly. Each
-    list is copied to ``corpus_dir/lists/<name>.md`` and named in ``lists.toml`` (title, file,
-    upstream when its text shows one). With ``replace_lists`` the re-imported lists' previous entries
+    Every file is read before anything is written, so a missing file, a binary one or one that names
+    no resource (:class:`CatalogError`) fails the import cleanly. Each list is copied to
+    ``corpus_dir/lists/<name>.md`` and named in ``lists.toml`` (title, file, upstream when its text
+    shows one). With ``replace_lists`` the re-imported lists' previous entries
     are withdrawn first (an entry no other list names disappears), so a refreshed list that dropped
     a link drops it from the catalog too; otherwise the import only adds and enriches.
     """
@@ -145,7 +165,9 @@ def import_lists(paths: Sequence[Path], corpus_dir: Path, *, replace_lists: bool
         while name in names:  # two different files with the same title in one import
             name, n = f"{base}-{n}", n + 1
         names.add(name)
-        parsed.append((Path(path), text, parse_list(text, name)))
+        pl = parse_list(text, name)
+        _check_has_links(Path(path), text, pl)
+        parsed.append((Path(path), text, pl))
 
     catalog_path = corpus_dir / CATALOG_FILE
     before = read_catalog(catalog_path)
