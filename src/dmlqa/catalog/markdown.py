@@ -11,6 +11,8 @@ from __future__ import annotations
 
 import html
 import re
+from bisect import bisect_left
+from collections.abc import Callable
 from dataclasses import dataclass
 
 
@@ -33,8 +35,12 @@ ITEM = re.compile(r"^(?P<indent>[ \t]*)(?:[-*+]|\d{1,3}[.)])(?:[ \t]+|$)(?P<cont
 _FENCE = re.compile(r"^ {0,3}(?P<fence>`{3,}|~{3,})")
 _BARE_URL = re.compile(r"(?<![\w/@.\-])(?:https?://|www\.)[^\s<>\[\]\"'`|]+", re.IGNORECASE)
 _HTML_IMG = re.compile(r"<img\b[^>]*>", re.IGNORECASE)
-_HTML_A = re.compile(r"<a\b[^>]*?\bhref\s*=\s*[\"'](?P<href>[^\"']*)[\"'][^>]*>(?P<text>.*?)</a\s*>",
-                     re.IGNORECASE | re.DOTALL)
+# An ``<a href>`` link is found in pieces (see :func:`_html_anchors`), not by one regex: a regex that
+# looks for ``</a>`` after every ``<a`` rescans the rest of the line each time an anchor is never
+# closed, and a list line of 20,000 unclosed anchors then costs minutes.
+_A_OPEN = re.compile(r"<a\b", re.IGNORECASE)
+_A_CLOSE = re.compile(r"</a\s*>", re.IGNORECASE)
+_A_HREF = re.compile(r"\bhref\s*=\s*[\"']", re.IGNORECASE)
 _IMG_SRC = re.compile(r"\bsrc\s*=\s*[\"'](?P<src>[^\"']*)[\"']", re.IGNORECASE)
 _FRONT_KEY = re.compile(r"^(?P<key>[A-Za-z_][\w-]*)\s*:\s*(?P<value>.*)$")
 _MOJIBAKE = re.compile("[\u00c2\u00c3\u00c5\u00e2\u00ea\u00eb\u00ec\u00ed\u00f0]"
@@ -59,12 +65,50 @@ def repair_mojibake(text: str) -> str:
     return text
 
 
+def _before_last(char: str, sub: Callable[[str], str], text: str) -> str:
+    """Apply ``sub`` (a pattern ``X[^char]*char``) to ``text`` up to its last ``char`` only.
+
+    Such a pattern fails only where no ``char`` follows, and then rescans to the end from every
+    start: thousands of ``<img`` with no ``>`` cost quadratic time. Nothing can match past the last
+    ``char``, so leaving that tail out changes no result and makes the work linear.
+    """
+    cut = text.rfind(char) + 1
+    return sub(text[:cut]) + text[cut:]
+
+
+def _unlink(text: str, opener: str, keep_text: bool) -> str:
+    """Replace each ``[text](target)`` (``opener`` ``[`` or ``![``) by its text, or by nothing.
+
+    The result of ``re.sub(r"\\[([^\\]]*)\\]\\([^)]*\\)", ...)``, in linear time: when the ``]`` that
+    ends one opener's text is not followed by ``(``, every opener before that ``]`` fails the same
+    way, so the scan jumps past it instead of retrying each (``[[[[…]`` is quadratic for the regex).
+    """
+    out: list[str] = []
+    kept = i = 0
+    while (start := text.find(opener, i)) >= 0:
+        close = text.find("]", start + len(opener))
+        if close < 0:
+            break
+        if not text.startswith("(", close + 1):
+            i = close + 1
+            continue
+        end = text.find(")", close + 2)
+        if end < 0:
+            break  # no ')' follows: no later link can end either
+        out.append(text[kept:start])
+        if keep_text:
+            out.append(text[start + len(opener) : close])
+        kept = i = end + 1
+    out.append(text[kept:])
+    return "".join(out)
+
+
 def clean_inline(text: str) -> str:
     """Markdown inline text → plain text: links to their text, emphasis and escapes removed."""
-    t = _HTML_IMG.sub("", text)
-    t = re.sub(r"!\[[^\]]*\]\([^)]*\)", "", t)
-    t = re.sub(r"\[([^\]]*)\]\([^)]*\)", r"\1", t)
-    t = re.sub(r"<[^>]+>", "", t)
+    t = _before_last(">", lambda head: _HTML_IMG.sub("", head), text)
+    t = _unlink(t, "![", keep_text=False)
+    t = _unlink(t, "[", keep_text=True)
+    t = _before_last(">", lambda head: re.sub(r"<[^>]+>", "", head), t)
     t = t.replace("**", "").replace("__", "").replace("`", "")
     t = re.sub(r"\\([\\`*_{}\[\]()#+\-.!|])", r"\1", t)
     t = html.unescape(t)
@@ -115,6 +159,51 @@ def _link_target(inner: str) -> str:
     return inner.split()[0] if inner else ""
 
 
+def _html_anchors(content: str) -> list[tuple[int, int, str, str]]:
+    """Every ``<a href="…">text</a>`` on a line, as (start, end, href, text), in O(n log n).
+
+    It finds what ``<a\\b[^>]*?\\bhref\\s*=\\s*["']([^"']*)["'][^>]*>(.*?)</a\\s*>`` would find
+    (case-insensitive, the text may span lines), but looks up each next ``>``, quote and ``</a>`` in
+    position lists instead of rescanning the line: an anchor that is never closed costs a few
+    bisections, not a scan to the end of the line.
+    """
+    gts = [i for i, c in enumerate(content) if c == ">"]
+    if not gts:
+        return []
+    quotes = [i for i, c in enumerate(content) if c in "\"'"]
+    hrefs = [(m.start(), m.end()) for m in _A_HREF.finditer(content)]
+    href_starts = [h for h, _ in hrefs]
+    closes = [(m.start(), m.end()) for m in _A_CLOSE.finditer(content)]
+    close_starts = [c for c, _ in closes]
+    found: list[tuple[int, int, str, str]] = []
+    done = 0  # matches do not overlap: the next one starts after the last one's ``</a>``
+    for m in _A_OPEN.finditer(content):
+        p = m.start()
+        if p < done:
+            continue
+        g = bisect_left(gts, p + 2)
+        if g == len(gts):
+            break  # no '>' after this point: no tag can end
+        # The attributes before href cannot contain '>': the href must start before the first '>'.
+        k = bisect_left(href_starts, p + 2)
+        if k == len(hrefs) or hrefs[k][0] >= gts[g]:
+            continue
+        value_start = hrefs[k][1]
+        q = bisect_left(quotes, value_start)
+        if q == len(quotes):
+            continue
+        tag_end = bisect_left(gts, quotes[q] + 1)
+        if tag_end == len(gts):
+            continue
+        text_start = gts[tag_end] + 1
+        c = bisect_left(close_starts, text_start)
+        if c == len(closes):
+            continue
+        found.append((p, closes[c][1], content[value_start : quotes[q]], content[text_start : closes[c][0]]))
+        done = closes[c][1]
+    return found
+
+
 def scan_links(content: str) -> tuple[list[Link], str, list[str]]:
     """Find every link in one logical line.
 
@@ -129,12 +218,11 @@ def scan_links(content: str) -> tuple[list[Link], str, list[str]]:
         for k in range(a, b):
             masked[k] = " "
 
-    for m in _HTML_A.finditer(content):
-        inner = m.group("text")
+    for start, end, href, inner in _html_anchors(content):
         image = "<img" in inner.lower() and not clean_inline(inner)
-        links.append(Link(clean_inline(inner), m.group("href"), m.start(), m.end(), image=image))
-        mask(m.start(), m.end())
-    for m in _HTML_IMG.finditer(content):
+        links.append(Link(clean_inline(inner), href, start, end, image=image))
+        mask(start, end)
+    for m in _HTML_IMG.finditer(content, 0, content.rfind(">") + 1):  # see _before_last
         if masked[m.start()] != " ":
             src = _IMG_SRC.search(m.group(0))
             links.append(Link("", src.group("src") if src else "", m.start(), m.end(), image=True))

@@ -49,7 +49,8 @@ class LocalExecutor:
             self.progress.done("fetch")
         with self.clock("extract"):
             advance = self.progress.start("extract", len(fetched.items))
-            extracted = stages.extract(fetched.items, store, advance)
+            extracted = stages.extract(fetched.items, store, advance,
+                                       time_limit_s=self.settings.build.extract_timeout_s)
             self.progress.done("extract")
         return fetched, extracted
 

@@ -41,6 +41,7 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from dmlqa.errors import EncoderMismatchError, ExecutorError, RayUnavailableError
+from dmlqa.extract.worker import TimedExtractor
 from dmlqa.index.docstore import DocStore
 from dmlqa.index.embed import GPU_TEXTS_PER_CALL, embed_groups
 from dmlqa.models import Document, Resource
@@ -131,11 +132,12 @@ def _fetch_extract_batch(batch: dict[str, np.ndarray], settings: Settings, optio
     previous = [Document.from_json(json.loads(str(p))) if str(p) else None for p in batch["prev"]]
     fetched = stages.fetch(resources, settings, archives=options.archives, offline=options.offline)
     extracted, fetch_rows = [], []
-    for n, (item, prev) in enumerate(zip(fetched.items, previous, strict=True)):
-        extracted.append(json.dumps(stages.extract_one(item, prev).to_json(), ensure_ascii=False))
-        # One batch per row (the task's fetcher counters on its first row): they add up on the driver.
-        row = FetchBatch.of([item], fetched.stats if n == 0 else None)
-        fetch_rows.append(json.dumps(row.to_json()))
+    with TimedExtractor(settings.build.extract_timeout_s) as extractor:
+        for n, (item, prev) in enumerate(zip(fetched.items, previous, strict=True)):
+            extracted.append(json.dumps(stages.extract_one(item, prev, extractor).to_json(), ensure_ascii=False))
+            # One batch per row (the task's fetcher counters on its first row): they add up on the driver.
+            row = FetchBatch.of([item], fetched.stats if n == 0 else None)
+            fetch_rows.append(json.dumps(row.to_json()))
     return {"i": [int(i) for i in batch["i"]], "extracted": extracted, "fetched": fetch_rows}
 
 

@@ -1,0 +1,68 @@
+"""Benchmark: CPU seconds (this process and its children) that hostile inputs cost (issue 19, item 5).
+
+    .venv/bin/python bench/hostile_inputs.py [--tables 30000] [--anchors 20000] [--limit 60]
+
+- a markdown list with ``--anchors`` unclosed ``<a href>`` tags, through ``parse_list`` (target: ≤ 2 s);
+- a page of ``--tables`` one-cell tables, through extraction under the build's time limit (the
+  ``--limit`` seconds, in the child process a build uses), with the page's text or the failure reason
+  (target: ≤ 30 s). The cells hold random letters so the page is not refused as one repeated pattern.
+Prints one line per case; timings vary with the machine's load.
+"""
+
+from __future__ import annotations
+
+import argparse
+import random
+import resource
+import time
+
+from dmlqa.catalog.lists import parse_list
+from dmlqa.errors import ExtractError
+from dmlqa.extract.documents import extract_bytes
+from dmlqa.extract.worker import TimedExtractor
+
+
+def cpu_seconds() -> float:
+    """User + system CPU of this process and of its children that have ended."""
+    total = 0.0
+    for who in (resource.RUSAGE_SELF, resource.RUSAGE_CHILDREN):
+        usage = resource.getrusage(who)
+        total += usage.ru_utime + usage.ru_stime
+    return total
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    ap.add_argument("--anchors", type=int, default=20_000)
+    ap.add_argument("--tables", type=int, default=30_000)
+    ap.add_argument("--limit", type=float, default=60.0, help="extraction time limit, seconds")
+    args = ap.parse_args()
+
+    tags = "".join('<a href="x">' for _ in range(args.anchors))
+    for name, text in (
+        ("one line", f"# Hostile\n\n- {tags}\n"),
+        ("one per line",
+         "# Hostile\n\n" + "".join(f'- <a href="https://e.org/{i}">Paper {i}\n' for i in range(args.anchors))),
+    ):
+        t0 = cpu_seconds()
+        parsed = parse_list(text, "hostile")
+        print(f"parse_list, {args.anchors:,} unclosed <a href> ({name}, {len(text):,} chars): "
+              f"{cpu_seconds() - t0:.2f} CPU s, {len(parsed.resources)} resources")
+
+    rng = random.Random(0)
+    cells = "".join(f"<table><tr><td>{rng.choice('abcdefghijklmnopqrstuvwxyz')}</td></tr></table>"
+                    for _ in range(args.tables))
+    page = f"<html><body>{cells}</body></html>".encode()
+    t0, w0 = cpu_seconds(), time.monotonic()
+    with TimedExtractor(args.limit) as extractor:
+        try:
+            got = extractor.run(extract_bytes, page, "text/html", url="https://example.org/t", where="tables")
+            outcome = f"{sum(len(b.text.split()) for b in got.blocks):,} words extracted"
+        except ExtractError as exc:
+            outcome = f"failed: {exc.reason}"
+    print(f"extraction, {args.tables:,} one-cell tables ({len(page):,} bytes, limit {args.limit:g} s): "
+          f"{cpu_seconds() - t0:.2f} CPU s incl. the child, {time.monotonic() - w0:.1f} s wall; {outcome}")
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,175 @@
+"""Bounded work per input (issue 19, item 5): list parsing is linear, extraction has a time limit.
+
+Timings are not asserted here (a busy machine would fail them at random): ``bench/hostile_inputs.py``
+measures the CPU seconds. These tests assert that the hostile inputs give the right result: every
+entry of a list full of unclosed ``<a href>`` tags, the same links as the regular expressions the
+linear scanners replace, and a page past the extraction limit reported as a failed resource with
+the reason while the build goes on.
+"""
+
+from __future__ import annotations
+
+import json
+import random
+import re
+from pathlib import Path
+
+import pytest
+from fixtures_docs import html_page, prose
+from httpserver import LocalServer, Reply
+from typer.testing import CliRunner
+
+from dmlqa.app.cli import app
+from dmlqa.catalog.lists import parse_list
+from dmlqa.catalog.markdown import _before_last, _html_anchors, _unlink, clean_inline
+from dmlqa.catalog.store import write_catalog
+from dmlqa.errors import ExtractError
+from dmlqa.extract.documents import extract_bytes
+from dmlqa.extract.html import FALLBACK_MAX_BLOCKS, extract_html
+from dmlqa.extract.worker import TimedExtractor, timeout_reason
+from dmlqa.models import Resource
+
+# -- list parsing ------------------------------------------------------------------------------------
+
+#: The one regex the ``<a href>`` scanner replaces: it rescanned the line for ``</a>`` after every ``<a``.
+OLD_HTML_A = re.compile(r"<a\b[^>]*?\bhref\s*=\s*[\"'](?P<href>[^\"']*)[\"'][^>]*>(?P<text>.*?)</a\s*>",
+                        re.IGNORECASE | re.DOTALL)
+
+
+def test_list_of_20000_unclosed_anchors_keeps_every_entry() -> None:
+    n = 20_000
+    hostile = "".join(f'<a href="https://example.org/p{i}">' for i in range(n))
+    text = (
+        "# Hostile list\n\n## Papers\n\n"
+        f"- {hostile}\n"
+        "- [GPipe](https://arxiv.org/abs/1811.06965) - pipeline parallelism.\n"
+        '- <a href="https://example.org/closed">Closed anchor</a>\n'
+    )
+    parsed = parse_list(text, "hostile")
+    urls = {r.url for r in parsed.resources}
+    # Each unclosed tag's href is still a bare URL on the line, the other items are read as usual.
+    assert {f"https://example.org/p{i}" for i in range(n)} <= urls
+    assert {"https://arxiv.org/abs/1811.06965", "https://example.org/closed"} <= urls
+    titles = {r.url: r.title for r in parsed.resources}
+    assert titles["https://example.org/closed"] == "Closed anchor"
+    assert titles["https://arxiv.org/abs/1811.06965"] == "GPipe"
+
+
+def test_one_item_per_line_with_unclosed_anchors() -> None:
+    lines = [f'- <a href="https://example.org/paper-{i}">Paper {i}' for i in range(2000)]
+    parsed = parse_list("# L\n\n## Section\n\n" + "\n".join(lines) + "\n", "l")
+    assert sorted(r.url for r in parsed.resources) == sorted(f"https://example.org/paper-{i}" for i in range(2000))
+
+
+def _random_markup(rng: random.Random, tokens: list[str]) -> str:
+    return "".join(rng.choice(tokens) for _ in range(rng.randint(0, 16)))
+
+
+def test_anchor_scanner_finds_what_the_regex_found() -> None:
+    rng = random.Random(19)
+    tokens = ["<a ", "<A ", "<a", "<ab ", "href=", "HREF =", ' href="', "href='", '"', "'", ">", "</a>",
+              "</A >", "</a", "x", " ", "\n", 'data-href="', '<img src="y">', 'zhref="']
+    for _ in range(20_000):
+        s = _random_markup(rng, tokens)
+        expected = [(m.start(), m.end(), m.group("href"), m.group("text")) for m in OLD_HTML_A.finditer(s)]
+        assert _html_anchors(s) == expected, s
+
+
+def test_inline_cleaning_matches_the_regexes_it_replaces() -> None:
+    rng = random.Random(5)
+    tokens = ["[", "]", "(", ")", "![", "x", " ", "\n", "<img ", ">", "<", "a"]
+    img = re.compile(r"<img\b[^>]*>", re.IGNORECASE)
+    for _ in range(20_000):
+        t = _random_markup(rng, tokens)
+        assert _unlink(t, "![", keep_text=False) == re.sub(r"!\[[^\]]*\]\([^)]*\)", "", t), t
+        assert _unlink(t, "[", keep_text=True) == re.sub(r"\[([^\]]*)\]\([^)]*\)", r"\1", t), t
+        assert _before_last(">", lambda h: img.sub("", h), t) == img.sub("", t), t
+        assert _before_last(">", lambda h: re.sub(r"<[^>]+>", "", h), t) == re.sub(r"<[^>]+>", "", t), t
+
+
+def regex_clean_inline(text: str) -> str:
+    """The link-removing steps of clean_inline as they were written before, as regexes."""
+    t = re.sub(r"<img\b[^>]*>", "", text, flags=re.IGNORECASE)
+    t = re.sub(r"!\[[^\]]*\]\([^)]*\)", "", t)
+    t = re.sub(r"\[([^\]]*)\]\([^)]*\)", r"\1", t)
+    return re.sub(r"<[^>]+>", "", t)
+
+
+@pytest.mark.parametrize("unit", ["<img ", "[", "![", "![a](", "<x", "[a]"])
+def test_clean_inline_on_long_unclosed_markup(unit: str) -> None:
+    text = unit * 3000 + " [GPipe](https://arxiv.org/abs/1811.06965) <b>x</b>"
+    assert clean_inline(text) == clean_inline(regex_clean_inline(text))
+    assert clean_inline(text) == " ".join(clean_inline(text).split())  # cleaned, whatever the markup
+
+
+# -- extraction ---------------------------------------------------------------------------------------
+
+
+def tables_page(n: int, seed: int = 0) -> bytes:
+    """``n`` one-cell tables of one letter each: a long run of short blocks (slow in trafilatura's fallbacks)."""
+    rng = random.Random(seed)
+    cells = "".join(f"<table><tr><td>{rng.choice('abcdefghijklmnopqrstuvwxyz')}</td></tr></table>" for _ in range(n))
+    return f"<html><head><title>Tables</title></head><body>{cells}</body></html>".encode()
+
+
+def test_many_tiny_tables_are_extracted_whole() -> None:
+    n = FALLBACK_MAX_BLOCKS  # n tables are 2n blocks (row and cell): past the bound
+    rng = random.Random(1)
+    letters = [rng.choice("abcdefghijklmnopqrstuvwxyz") for _ in range(n)]
+    assert tables_page(n, seed=1).count(b"<td>") == n
+    extracted = extract_html(tables_page(n, seed=1), url="https://example.org/tables")
+    assert " ".join(b.text for b in extracted.blocks).split() == letters
+
+
+def good_page(topic: str) -> bytes:
+    return html_page(topic, [("Notes", [f"{topic} is explained here. " + prose(6)])]).encode()
+
+
+def test_timed_extractor_gives_up_on_a_slow_document_and_goes_on() -> None:
+    with TimedExtractor(1) as extractor:
+        first = extractor.run(extract_bytes, good_page("Tensor fusion"), "text/html", where="https://example.org/a")
+        assert first.title == "Tensor fusion"
+        with pytest.raises(ExtractError) as info:
+            extractor.run(extract_bytes, tables_page(60_000), "text/html", where="https://example.org/slow")
+        assert info.value.reason == timeout_reason(1) == "extraction took longer than 1 s"
+        assert info.value.url == "https://example.org/slow"
+        # A new child takes over: the next document is extracted, and its errors come back as they were.
+        after = extractor.run(extract_bytes, good_page("ZeRO offload"), "text/html", where="https://example.org/b")
+        assert after.title == "ZeRO offload"
+        with pytest.raises(ExtractError) as empty:
+            extractor.run(extract_bytes, b"", "text/html", where="https://example.org/empty")
+        assert empty.value.reason == "empty body"
+
+
+def test_zero_limit_extracts_in_this_process() -> None:
+    with TimedExtractor(0) as extractor:
+        got = extractor.run(extract_bytes, good_page("Ring allreduce"), "text/html", where="x")
+        assert got.title == "Ring allreduce"
+        assert extractor._proc is None
+
+
+def test_build_reports_a_page_past_the_limit_and_indexes_the_rest(tmp_path: Path) -> None:
+    runner = CliRunner()
+    server = LocalServer()
+    try:
+        server.route("/robots.txt", Reply(404, body=b""))
+        server.route("/good.html", Reply(200, body=good_page("Gradient compression")))
+        server.route("/tables.html", Reply(200, body=tables_page(60_000)))
+        home = tmp_path / "kb"
+        assert runner.invoke(app, ["--home", str(home), "init"]).exit_code == 0
+        (home / "dmlqa.toml").write_text((home / "dmlqa.toml").read_text() + "\n[build]\nextract_timeout_s = 2\n")
+        write_catalog(home / "corpus" / "catalog.jsonl", [
+            Resource(id="web:good", url=server.url("/good.html"), title="Gradient compression", kind="docs"),
+            Resource(id="web:tables", url=server.url("/tables.html"), title="Tables", kind="docs"),
+        ])
+        result = runner.invoke(app, ["--home", str(home), "build", "--json", "--allow-private-hosts"],
+                               catch_exceptions=False)
+    finally:
+        server.close()
+    assert result.exit_code == 0, result.output
+    report = json.loads(result.stdout)
+    failed = {f["url"]: f for f in report["failed"]}
+    assert failed[server.url("/tables.html")]["stage"] == "extract"
+    assert failed[server.url("/tables.html")]["error"] == "extraction took longer than 2 s"
+    assert server.url("/good.html") not in failed
+    assert report["documents"] == 1 and report["cards"] == 1
