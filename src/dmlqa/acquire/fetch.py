@@ -11,7 +11,8 @@ Everything a crawler of third-party sites owes its hosts and its user lives here
 * redirects followed by hand, so every hop gets the same checks (scheme, address, robots.txt);
 * robots.txt per origin (RFC 9309, see :func:`dmlqa.acquire.robots.load_robots` for the policy);
 * refusal of non-http(s) URLs and of hosts on private, loopback, link-local, … addresses
-  (server-side request forgery: a catalog is third-party input);
+  (server-side request forgery: a catalog is third-party input), with every connection made to
+  the address that was checked, never to a second lookup (DNS rebinding);
 * conditional GET from the manifest's validators, so a rebuild re-downloads only what changed;
 * every network response written to a WARC archive, and archived responses replayed instead
   of the network (``--archive``), with ``offline`` guaranteeing no network use at all.
@@ -30,7 +31,7 @@ import random
 import zlib
 from dataclasses import dataclass, field
 from types import TracebackType
-from urllib.parse import urljoin, urlsplit
+from urllib.parse import urlsplit
 
 import httpx
 from warcio.exceptions import ArchiveLoadFailed
@@ -44,12 +45,17 @@ from dmlqa.acquire.http import (
     ERROR_BODY_LIMIT,
     RETRY_STATUSES,
     ROBOTS_BODY_LIMIT,
+    HostCheck,
+    PinnedTransport,
+    bad_location,
+    check_host,
     describe_network_error,
     format_seconds,
     header_dict,
-    host_verdict,
+    is_bad_location,
     origin,
     parse_retry_after,
+    redirect_target,
     response_result,
     status_text,
     storable_headers,
@@ -102,7 +108,8 @@ class Fetcher:
     ``archive`` receives every network response, ``manifest`` one row per :meth:`fetch` call
     (and supplies validators for conditional GET), ``replay`` answers from WARC files before the
     network is asked, and ``offline`` forbids the network altogether (no DNS, no sockets).
-    ``transport`` replaces httpx's network transport (tests).
+    ``transport`` replaces httpx's network transport (tests); without it, and unless private hosts are
+    allowed, connections go through :class:`~dmlqa.acquire.http.PinnedTransport` to checked addresses.
     """
 
     def __init__(
@@ -124,7 +131,7 @@ class Fetcher:
         self._client: httpx.AsyncClient | None = None
         self._global = asyncio.Semaphore(max(1, config.concurrency))
         self._per_host: dict[str, asyncio.Semaphore] = {}
-        self._host_verdicts: dict[tuple[str, int], str | None] = {}
+        self._host_checks: dict[tuple[str, int], HostCheck] = {}
         self._host_locks: dict[tuple[str, int], asyncio.Lock] = {}
         #: host -> why its name did not resolve: asked once per build, then every URL of it fails at once
         self._unresolved: dict[str, str] = {}
@@ -164,11 +171,17 @@ class Fetcher:
         """The client, created on first network use (an offline fetcher never makes one)."""
         if self._client is None:
             c = self.config
+            limits = httpx.Limits(max_connections=max(1, c.concurrency))
+            transport = self._transport
+            if transport is None and not c.allow_private_hosts:
+                # The guard's lookup is the only one: a second (httpx's own) may answer differently.
+                # An environment proxy would resolve names itself, so a pinned client does not use one.
+                transport = PinnedTransport(self._check_host, limits=limits)
             self._client = httpx.AsyncClient(
-                transport=self._transport,
+                transport=transport,
                 follow_redirects=False,  # each hop is checked by _fetch
                 timeout=httpx.Timeout(c.timeout),
-                limits=httpx.Limits(max_connections=max(1, c.concurrency)),
+                limits=limits,
                 headers={"User-Agent": c.user_agent, "Accept": ACCEPT},
             )
         return self._client
@@ -249,11 +262,15 @@ class Fetcher:
                 location = header_dict(exchange.headers).get("location", "").strip()
                 if not location:
                     raise _Fail(f"{status_text(status, exchange.reason)} without a Location header", status)
+                try:
+                    target = redirect_target(current, location)
+                except ValueError as exc:  # the server will send the same again: not retried
+                    raise _Fail(bad_location(location, exc), status) from None
                 redirects += 1
                 self.stats["redirects"] += 1
                 if redirects > self.config.max_redirects:
                     raise _Fail(f"too many redirects (more than {self.config.max_redirects})")
-                current = urljoin(current, location).split("#", 1)[0]
+                current = target
                 continue
             if status == 304:
                 if not sent_validators or entry is None:
@@ -335,44 +352,45 @@ class Fetcher:
                 raise _Fail(f"refused: only http and https URLs are fetched (got {got!r})")
             host = parts.hostname
             port = parts.port or (443 if scheme == "https" else 80)
-        except ValueError as exc:  # bad port, bad IPv6 literal
+            _ = httpx.URL(url.strip()).host  # the request's own parser, IDNA included, must accept it too
+        except (ValueError, httpx.InvalidURL) as exc:  # bad port, bad IPv6 literal, bad IDNA host
             raise _Fail(f"invalid URL ({exc})") from None
         if not host:
             raise _Fail("invalid URL (no host)")
         return scheme, host, port
 
-    async def _check_host(self, host: str, port: int) -> None:
-        """Fail at once for a host whose name did not resolve earlier in this build; else refuse hosts on
-        non-public addresses (SSRF) unless allow_private_hosts.
+    async def _check_host(self, host: str, port: int) -> tuple[str, ...]:
+        """The addresses ``host`` may be reached at; fails at once for a host whose name did not resolve
+        earlier in this build, and refuses hosts on non-public addresses (SSRF) unless allow_private_hosts.
 
-        IP literals are judged directly; names are resolved with the loop's getaddrinfo, one lookup
-        per host and port at a time, and refused if *any* address is non-public, so a name cannot
-        smuggle one in among public ones. Verdicts are cached per host for the fetcher's life, and a
-        name that does not resolve fails every later URL of that host without a second lookup, a
-        retry or a pacing wait. With allow_private_hosts nothing is resolved here (a test transport
+        The rule is :func:`~dmlqa.acquire.http.check_host`: one lookup per host and port at a time,
+        cached for the fetcher's life. The same call is the pin of :class:`PinnedTransport`, so a
+        connection goes to an address checked here and never to a second lookup, which a DNS server
+        could answer differently (rebinding); redirects and robots.txt connect the same way. A name
+        that does not resolve fails every later URL of that host without a second lookup, a retry
+        or a pacing wait. With allow_private_hosts nothing is resolved or pinned (a test transport
         or a proxy may reach names this machine cannot resolve): httpx's own lookup, when it fails,
-        marks the host the same way (:meth:`_request`). httpx resolves again when it connects, so a
-        DNS server that answers differently the second time (rebinding) is not stopped; pinning the
-        address would break TLS name checks through httpx.
+        marks the host the same way (:meth:`_request`); the empty tuple means "connect by name".
         """
         name = host.lower()
         self._raise_if_unresolved(name)
         if self.config.allow_private_hosts:
-            return
+            return ()
         key = (name, port)
-        if key not in self._host_verdicts:
+        if key not in self._host_checks:
             async with self._host_locks.setdefault(key, asyncio.Lock()):  # concurrent URLs: one lookup
                 self._raise_if_unresolved(name)
-                if key not in self._host_verdicts:
-                    verdict = await host_verdict(host, port)
-                    self._host_verdicts[key] = verdict
-                    if verdict is not None and verdict.startswith(DNS_FAILED):
-                        self._unresolved[name] = verdict
-        verdict = self._host_verdicts[key]
-        if verdict is not None:
-            if not verdict.startswith(DNS_FAILED):
+                if key not in self._host_checks:
+                    checked = await check_host(host, port)
+                    self._host_checks[key] = checked
+                    if checked.refusal is not None and checked.refusal.startswith(DNS_FAILED):
+                        self._unresolved[name] = checked.refusal
+        checked = self._host_checks[key]
+        if checked.refusal is not None:
+            if not checked.refusal.startswith(DNS_FAILED):
                 self.stats["refused"] += 1
-            raise _Fail(verdict)
+            raise _Fail(checked.refusal)
+        return checked.addresses
 
     def _raise_if_unresolved(self, host: str) -> None:
         reason = self._unresolved.get(host)
@@ -496,6 +514,12 @@ class Fetcher:
                     reason = response.reason_phrase
             except httpx.DecodingError as exc:
                 raise _Fail(f"could not decode the response body ({exc})") from None
+            except (httpx.RemoteProtocolError, UnicodeError) as exc:
+                # httpx parses a Location even when it does not follow it; a bad one is the server's
+                # answer, not a dropped connection, and would come again: never retried.
+                if is_bad_location(exc):
+                    raise _Fail(bad_location(None, exc)) from None
+                raise
             except httpx.InvalidURL as exc:
                 raise _Fail(f"invalid URL ({exc})") from None
             except httpx.UnsupportedProtocol as exc:

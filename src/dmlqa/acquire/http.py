@@ -1,8 +1,9 @@
 """HTTP helpers of the acquire stage: the guards every request passes and the words for what went wrong.
 
-Pure functions (and one DNS lookup) shared by the fetcher, robots.txt handling and the archive, so
-that each rule exists once: which URLs and addresses may be asked at all (a catalog is third-party
-input, so non-public addresses are refused: server-side request forgery), which statuses are worth
+Pure functions (and the one DNS lookup, with the transport that connects to what it checked) shared
+by the fetcher, robots.txt handling and the archive, so that each rule exists once: which URLs and
+addresses may be asked at all (a catalog is third-party input, so non-public addresses are refused:
+server-side request forgery, DNS rebinding included), where a Location points, which statuses are worth
 a retry and how long ``Retry-After`` may make us wait, how headers are stored next to a *decoded*
 body, how a response (live or replayed) becomes a :class:`~dmlqa.models.FetchResult`, and how a
 transport failure is told to a user in a few words.
@@ -17,11 +18,14 @@ import ipaddress
 import socket
 import ssl
 import time
-from collections.abc import Iterable
+from collections.abc import Awaitable, Callable, Iterable, Sequence
+from dataclasses import dataclass
 from datetime import UTC, datetime
 from http import HTTPStatus
-from urllib.parse import urlsplit, urlunsplit
+from typing import Any
+from urllib.parse import urljoin, urlsplit, urlunsplit
 
+import httpcore
 import httpx
 
 from dmlqa.media import sniff_content_type
@@ -40,6 +44,11 @@ ROBOTS_MAX_REDIRECTS = 5
 ACCEPT = "text/html,application/xhtml+xml,application/pdf,text/markdown,text/plain;q=0.9,*/*;q=0.5"
 #: Headers that describe the transfer, not the entity; wrong once the body is stored decoded.
 TRANSFER_HEADERS = frozenset({"content-encoding", "transfer-encoding", "content-length"})
+#: How every failed name lookup begins ("DNS lookup failed for HOST"): the fetcher and the build's
+#: no-network check recognise one by it.
+DNS_FAILED = "DNS lookup failed"
+#: Added to the reason of a URL whose host failed DNS before in the same build (no second lookup).
+EARLIER = "(earlier in this build)"
 #: What a refusal of a non-public host tells the user to do if the host is meant.
 PRIVATE_HOSTS_HINT = "(pass --allow-private-hosts to allow)"
 
@@ -147,17 +156,32 @@ def _article(word: str) -> str:
 
 
 async def _getaddrinfo(host: str, port: int) -> list[str]:
-    """The addresses ``host`` resolves to, via the event loop (module-level so tests can stub it)."""
+    """The addresses ``host`` resolves to, via the event loop (module-level so tests can stub it).
+
+    The only name lookup of a guarded fetch: :class:`PinnedBackend` connects to what this returned.
+    """
     loop = asyncio.get_running_loop()
     infos = await loop.getaddrinfo(host, port, type=socket.SOCK_STREAM)
     return [str(info[4][0]) for info in infos]
 
 
-async def host_verdict(host: str, port: int) -> str | None:
-    """Why ``host`` must not be asked (a reason for the report), or None when it is public.
+@dataclass(frozen=True)
+class HostCheck:
+    """The verdict on one host and port: why it must not be asked, else the addresses that were checked.
 
-    IP literals are judged directly; names are resolved and refused if *any* address is non-public,
-    so a name cannot smuggle one in among public ones.
+    The addresses are what a connection may go to; a second lookup could answer differently (DNS
+    rebinding), so nothing resolves the name again.
+    """
+
+    refusal: str | None
+    addresses: tuple[str, ...] = ()
+
+
+async def check_host(host: str, port: int) -> HostCheck:
+    """Resolve ``host`` once and check *every* address: a refusal (a reason for the report), or the addresses.
+
+    IP literals are judged directly; names are refused if *any* address is non-public, so a name
+    cannot smuggle one in among public ones.
     """
     try:
         literal = ipaddress.ip_address(host.split("%", 1)[0])
@@ -165,22 +189,129 @@ async def host_verdict(host: str, port: int) -> str | None:
         literal = None
     if literal is not None:
         kind = address_kind(literal)
-        return f"refused: {host} is {_article(kind)} {kind} address {PRIVATE_HOSTS_HINT}" if kind else None
+        if kind:
+            return HostCheck(f"refused: {host} is {_article(kind)} {kind} address {PRIVATE_HOSTS_HINT}")
+        return HostCheck(None, (host,))
     try:
-        addresses = await _getaddrinfo(host, port)
+        resolved = await _getaddrinfo(host, port)
     except (socket.gaierror, UnicodeError, OSError):
-        return f"DNS lookup failed for {host}"
-    for address in addresses:
+        return HostCheck(f"{DNS_FAILED} for {host}")
+    addresses: list[str] = []
+    for address in resolved:
         try:
             ip = ipaddress.ip_address(address.split("%", 1)[0])
-        except ValueError:
+        except ValueError:  # not an address at all: nothing that could be checked, so nothing to connect to
             continue
         kind = address_kind(ip)
         if kind:
-            return f"refused: {host} resolves to {address}, {_article(kind)} {kind} address {PRIVATE_HOSTS_HINT}"
+            return HostCheck(
+                f"refused: {host} resolves to {address}, {_article(kind)} {kind} address {PRIVATE_HOSTS_HINT}"
+            )
+        if address not in addresses:
+            addresses.append(address)
     if not addresses:
-        return f"DNS lookup failed for {host}"
-    return None
+        return HostCheck(f"{DNS_FAILED} for {host}")
+    return HostCheck(None, tuple(addresses))
+
+
+#: What a connection is pinned by: the checked addresses of a host and port (raises when it is refused).
+PinAddresses = Callable[[str, int], Awaitable[Sequence[str]]]
+
+
+class PinnedBackend(httpcore.AsyncNetworkBackend):
+    """httpcore's network layer with the name lookup replaced by the guard's: connects only to checked addresses.
+
+    httpcore hands :meth:`connect_tcp` the URL's host name and later starts TLS with that same name
+    (SNI and the certificate check), and the Host header is built from the URL: so connecting to
+    the pinned address changes nothing but *where* the socket goes.
+    """
+
+    def __init__(self, pin: PinAddresses, inner: httpcore.AsyncNetworkBackend) -> None:
+        self._pin = pin
+        self._inner = inner
+
+    async def connect_tcp(
+        self,
+        host: str,
+        port: int,
+        timeout: float | None = None,
+        local_address: str | None = None,
+        socket_options: Iterable[Any] | None = None,
+    ) -> httpcore.AsyncNetworkStream:
+        addresses = await self._pin(host, port)
+        refused: httpcore.ConnectError | None = None
+        for address in addresses:  # like socket.create_connection: the next address when one refuses
+            try:
+                return await self._inner.connect_tcp(
+                    address, port, timeout=timeout, local_address=local_address, socket_options=socket_options
+                )
+            except httpcore.ConnectError as exc:
+                refused = exc
+        raise refused or httpcore.ConnectError(f"no checked address for {host}")
+
+    async def connect_unix_socket(
+        self, path: str, timeout: float | None = None, socket_options: Iterable[Any] | None = None
+    ) -> httpcore.AsyncNetworkStream:
+        return await self._inner.connect_unix_socket(path, timeout=timeout, socket_options=socket_options)
+
+    async def sleep(self, seconds: float) -> None:
+        await self._inner.sleep(seconds)
+
+
+class PinnedTransport(httpx.AsyncHTTPTransport):
+    """httpx's own transport whose connections go through :class:`PinnedBackend`.
+
+    httpx takes no network backend as an argument, but the httpcore pool it builds does: this is
+    the one place that reaches in, and tests/test_rebinding.py fails if it stops working.
+    """
+
+    def __init__(self, pin: PinAddresses, **kwargs: Any) -> None:
+        super().__init__(**kwargs)
+        pool = self._pool
+        if not isinstance(pool, httpcore.AsyncConnectionPool) or isinstance(
+            pool, (httpcore.AsyncHTTPProxy, httpcore.AsyncSOCKSProxy)
+        ):
+            raise TypeError("address pinning needs a direct connection pool (no proxy)")
+        pool._network_backend = PinnedBackend(pin, pool._network_backend)
+
+
+# -- redirects ------------------------------------------------------------------------------------
+
+#: How httpx words a Location it cannot parse (it parses it even when it does not follow redirects).
+_HTTPX_BAD_LOCATION = "Invalid URL in location header"
+#: The start of every failure for a Location that is not a URL: not retried (the server will send it again).
+BAD_LOCATION = "redirect to an unparsable Location"
+
+
+def redirect_target(base: str, location: str) -> str:
+    """The URL a ``Location`` header points to (fragment dropped), or ValueError saying why it is not one.
+
+    Both parsers the next hop meets must accept it: urllib's (the fetcher's checks) and httpx's
+    (the request, including the IDNA form of the host).
+    """
+    target = urljoin(base, location).split("#", 1)[0]
+    _ = urlsplit(target).port  # raises for a bad port
+    try:
+        _ = httpx.URL(target).host
+    except httpx.InvalidURL as exc:
+        raise ValueError(str(exc)) from None
+    return target
+
+
+def bad_location(location: str | None, why: object) -> str:
+    """The reason for a redirect whose Location does not parse; a long Location is cut, not echoed whole."""
+    why = str(why).removeprefix(_HTTPX_BAD_LOCATION).strip(" :.")
+    if location is None:
+        return f"{BAD_LOCATION}: {why}"
+    shown = location if len(location) <= 200 else f"{location[:200]}…"
+    return f"{BAD_LOCATION}: {shown!r} ({why})"
+
+
+def is_bad_location(exc: BaseException) -> bool:
+    """Whether httpx failed on a response because its Location is not a URL (not a transport problem)."""
+    return isinstance(exc, UnicodeError) or (
+        isinstance(exc, httpx.RemoteProtocolError) and str(exc).startswith(_HTTPX_BAD_LOCATION)
+    )
 
 
 # -- what went wrong ------------------------------------------------------------------------------
@@ -207,7 +338,7 @@ def describe_network_error(exc: httpx.HTTPError, url: str) -> str:
         or "name or service not known" in text
         or ("nodename nor servname" in text or "temporary failure in name resolution" in text)
     ):
-        return f"DNS lookup failed for {host}"
+        return f"{DNS_FAILED} for {host}"
     if any(isinstance(e, ssl.SSLCertVerificationError) for e in chain) or "certificate verify failed" in text:
         return f"TLS certificate verification failed for {host}"
     if any(isinstance(e, ssl.SSLError) for e in chain):
