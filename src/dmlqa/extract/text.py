@@ -19,6 +19,7 @@ import charset_normalizer
 
 from dmlqa.errors import ExtractError
 from dmlqa.models import BLOCK_SEPARATOR, Block
+from dmlqa.textsafe import replace_lone_surrogates
 
 log = logging.getLogger(__name__)
 
@@ -156,18 +157,29 @@ def extract_text(text: str, *, url: str = "") -> Extracted:
 # -- decoding and cleaning -------------------------------------------------------------------------
 #: Labels that WHATWG maps to windows-1252: servers say latin-1 and mean cp1252 (curly quotes, €).
 _CP1252_ALIASES = frozenset({"iso8859-1", "ascii", "cp1252"})
+#: Codecs Python counts as text encodings that are no charset a document may declare: the escapes of
+#: Python source and the host-name codecs (they raise on ordinary bytes, or read ``\\ud800`` as a lone
+#: surrogate), "undefined" (always raises), and UTF-7, which WHATWG bars (it smuggles markup past
+#: filters). The bytes-to-bytes codecs (hex, base64, zlib, rot13...) are refused by ``_is_text_encoding``.
+_NOT_CHARSETS = frozenset({"unicode-escape", "raw-unicode-escape", "idna", "punycode", "undefined", "utf-7"})
 _META_CHARSET = re.compile(rb"<meta[^>]+charset\s*=\s*[\"']?\s*([A-Za-z0-9_:.\-]+)", re.IGNORECASE)
 _XML_ENCODING = re.compile(rb"^\s*<\?xml[^>]+encoding\s*=\s*[\"']([A-Za-z0-9_.\-]+)", re.IGNORECASE)
 
 
 def decode_text(body: bytes, charset: str | None = None, *, html: bool = False) -> str:
-    """Decode a text body; never raises.
+    """Decode a text body; never raises, whatever the bytes and whatever charset they declare.
 
     Order: byte-order mark; the declared charset (header, then ``<meta>``/XML declaration for
-    HTML) if the bytes are valid in it; UTF-8 if they are valid UTF-8; windows-1252 when the text
+    HTML) if it is a text charset (``hex``, ``base64``, ``rot13`` or an unknown name count as none
+    declared) and the bytes are valid in it; UTF-8 if they are valid UTF-8; windows-1252 when the text
     decoded that way looks like Western prose (charset detectors are unreliable on short Western
     text); charset_normalizer's guess; windows-1252 with replacement characters as the last resort.
+    The text never holds a lone surrogate (a decoder that leaves one has it replaced by U+FFFD).
     """
+    return replace_lone_surrogates(_decode(body, charset, html))
+
+
+def _decode(body: bytes, charset: str | None, html: bool) -> str:
     for bom, encoding in (
         (codecs.BOM_UTF8, "utf-8"),
         (codecs.BOM_UTF32_LE, "utf-32-le"),
@@ -196,7 +208,7 @@ def decode_text(body: bytes, charset: str | None = None, *, html: bool = False) 
                 return _decode_cp1252(body)
         try:
             return body.decode(codec)
-        except UnicodeDecodeError:
+        except UnicodeError:  # not only UnicodeDecodeError: some codecs raise the base class
             log.debug("body is not valid %s as declared", codec)
             if codec == "utf-8" and _mostly_utf8(body):
                 return body.decode("utf-8", errors="replace")
@@ -208,23 +220,28 @@ def decode_text(body: bytes, charset: str | None = None, *, html: bool = False) 
     if _looks_western(western):
         return western
     best = charset_normalizer.from_bytes(body[:200_000]).best()
-    if best is not None and best.encoding:
+    guess = _codec(best.encoding) if best is not None else None
+    if guess is not None:
         try:
-            return body.decode(best.encoding, errors="replace")
-        except LookupError:
+            return body.decode(guess, errors="replace")
+        except (LookupError, UnicodeError):
             pass
     return western
 
 
 def _codec(label: str | None) -> str | None:
-    """Python codec name for a charset label, cp1252 for the labels browsers read as cp1252."""
-    if not label:
+    """Python codec name for a charset label, cp1252 for the labels browsers read as cp1252; None for
+    a label that names no text charset (unknown, a bytes-to-bytes codec, or one of :data:`_NOT_CHARSETS`)."""
+    if not label or len(label) > 64:  # real names are short; Python caches every name it is asked for
         return None
     try:
-        name = codecs.lookup(label.strip().strip("\"'")).name
-    except LookupError:
+        info = codecs.lookup(label.strip().strip("\"'"))
+    except (LookupError, ValueError):  # ValueError: a label with a NUL in it
         return None
-    return "cp1252" if name in _CP1252_ALIASES else name
+    if not getattr(info, "_is_text_encoding", True) or info.name in _NOT_CHARSETS:
+        log.debug("charset %r is not a text charset: ignored", label)
+        return None
+    return "cp1252" if info.name in _CP1252_ALIASES else info.name
 
 
 def _decode_cp1252(body: bytes) -> str:
