@@ -1,9 +1,10 @@
 """The chat app (Gradio): ask with cited sources, explore related papers, see what the index holds.
 
 This module is the page and its start: :func:`build_app` lays out the Blocks (Chat, Related papers
-and Status tabs, plus the ``/ask`` and ``/health`` HTTP endpoints) and wires each event to
+and Status tabs, plus the ``/ask`` and ``/health`` API endpoints) and wires each event to
 :mod:`dmlqa.app.ui_chat`; :func:`serve` starts it over a :class:`~dmlqa.api.KnowledgeBase` and is
-the one way to do so (``app.py`` and ``dmlqa serve`` both call it). The work behind the page is in
+the one way to do so (``app.py`` and ``dmlqa serve`` both call it), with a plain ``GET /health``
+route beside Gradio's (:func:`health_route`). The work behind the page is in
 :mod:`dmlqa.app.ui_service`, the HTML in :mod:`dmlqa.app.ui_render`.
 
 Gradio is imported lazily, so importing the app costs nothing until it is built. It never contacts
@@ -20,6 +21,7 @@ from collections.abc import Callable, Mapping, Sequence
 from ipaddress import ip_address
 
 from dmlqa.api import KnowledgeBase
+from dmlqa.app.hosts import HostGuard, HostRule
 from dmlqa.app.ui_chat import (
     ANY_YEAR,
     MAX_INPUT_CHARS,
@@ -31,6 +33,7 @@ from dmlqa.app.ui_chat import (
     year_choices,
 )
 from dmlqa.app.ui_service import ChatService
+from dmlqa.app.ui_sessions import SessionLimits, sweep_sessions
 from dmlqa.settings import Settings
 
 DEFAULT_HOST = "127.0.0.1"
@@ -295,6 +298,23 @@ def build_app(service: ChatService):  # noqa: ANN201 - gradio.Blocks
 
 
 
+def health_route(service: ChatService):  # noqa: ANN201 - fastapi.routing.APIRoute
+    """``GET /health``: :meth:`ChatService.health` as JSON, status 200, or 503 while no index is published.
+
+    A plain HTTP route beside Gradio's own (which are POSTs through its queue), so that a load
+    balancer, ``curl`` or a container's health check can poll it. It needs no password even when the
+    app has one: it tells nothing beyond the version's name, counts and build time.
+    """
+    from fastapi.responses import JSONResponse
+    from fastapi.routing import APIRoute
+
+    def health() -> JSONResponse:
+        body = service.health()
+        return JSONResponse(body, status_code=200 if body["ok"] else 503)
+
+    return APIRoute("/health", health, methods=["GET"], include_in_schema=False)
+
+
 # -- starting it ------------------------------------------------------------------------------------------
 
 
@@ -314,6 +334,7 @@ def serve(kb: KnowledgeBase, *, host: str = DEFAULT_HOST, port: int = DEFAULT_PO
     a share tunnel. ``block=False`` returns the running Blocks (its ``close()`` stops it).
     """
     import gradio as gr
+    from starlette.middleware import Middleware
 
     if password is None:
         password = ui_password(kb.settings, os.environ)
@@ -324,9 +345,16 @@ def serve(kb: KnowledgeBase, *, host: str = DEFAULT_HOST, port: int = DEFAULT_PO
     service = ChatService(kb)
     threading.Thread(target=service.watch, args=(threading.Event(),), name="dmlqa-warm-up", daemon=True).start()
     demo = build_app(service)
+    limits = SessionLimits.of(kb.settings.ui)
+    threading.Thread(target=sweep_sessions, args=(demo, limits, threading.Event()), name="dmlqa-sessions",
+                     daemon=True).start()
+    guard = Middleware(HostGuard, rule=HostRule.serving(host, kb.settings.ui.allowed_hosts))
     demo.launch(
         server_name=host, server_port=port, share=False, auth=("dmlqa", password) if password else None,
         show_error=False, quiet=True, ssr_mode=False, mcp_server=False, pwa=False, enable_monitoring=False,
         prevent_thread_lock=not block, theme=_theme(gr), css=CSS, js=CHAT_JS, footer_links=["api"], run_history=False,
+        state_session_capacity=limits.max_sessions,
+        # before Gradio's routes: GET /health is ours; every request passes the Host check (dmlqa.app.hosts)
+        app_kwargs={"routes": [health_route(service)], "middleware": [guard]},
     )
     return demo
