@@ -9,6 +9,7 @@ attributes. Messages and notes go to stderr (``err``), results to stdout (``out`
 from __future__ import annotations
 
 import json
+import re
 import sys
 from collections.abc import Callable, Sequence
 from datetime import UTC, datetime
@@ -17,15 +18,49 @@ from typing import TYPE_CHECKING, Any
 
 import typer
 from rich.console import Console
-from rich.markup import escape
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 from rich.table import Table
+from rich.text import Text
 
 if TYPE_CHECKING:
     from dmlqa.models import Answer, Hit
 
 out = Console(soft_wrap=True)
 err = Console(stderr=True, soft_wrap=True)  # messages stay one greppable line
+
+#: C0 controls but tab and newline, DEL, C1: shown as symbols, never passed to the terminal as they are.
+_CONTROLS = re.compile(r"[\x00-\x08\x0b-\x1f\x7f-\x9f]")
+
+
+def _control_picture(m: re.Match[str]) -> str:
+    code = ord(m.group(0))
+    return chr(0x2400 + code) if code < 0x20 else "\u2421" if code == 0x7F else "\ufffd"
+
+
+def visible(value: object) -> str:
+    """``value`` as a str whose control characters are shown (ESC as ``␛``), never obeyed.
+
+    A title holding ``ESC ]8;;URL`` would otherwise be a terminal hyperlink, ``ESC [2J`` would clear
+    the screen; rich passes ESC through even in a :class:`~rich.text.Text`.
+    """
+    return _CONTROLS.sub(_control_picture, str(value))
+
+
+def plain(value: object, style: str = "") -> Text:
+    """``value`` as rich prints it literally; for everything a document or a user gave.
+
+    Titles, URLs, quotes, authors, venues, errors and paths go into lines, tables and table titles
+    through this. A str would be read as console markup: a title with ``[/bold]`` ends the command
+    in a MarkupError, ``[link=https://evil.example/]GPipe[/link]`` becomes a terminal hyperlink and
+    ``[pdf]`` vanishes. A :class:`~rich.text.Text` is never parsed (nor is a str that
+    ``Text.assemble`` joins to it), and ``style`` applies to the whole value.
+    """
+    return Text(visible(value), style=style)
+
+
+def _labelled(label: str, style: str, message: object) -> Text:
+    """``label message``, the label styled (``error:`` red), the message plain."""
+    return Text.assemble((label, style), " ", plain(message))
 
 #: A build with no network fails every resource: a summary says more than 181 rows.
 MAX_FAILED_ROWS = 25
@@ -35,7 +70,7 @@ MAX_BAD_RECORDS = 10
 
 def fail(message: str, code: int = 1) -> None:
     """``error: message`` on stderr and exit ``code`` (1: the command failed, 2: a bad argument)."""
-    err.print(f"[red]error:[/red] {escape(message)}", highlight=False)  # a path or value may hold [brackets]
+    err.print(_labelled("error:", "red", message), highlight=False)  # a path or value may hold [brackets]
     raise typer.Exit(code)
 
 
@@ -45,16 +80,16 @@ def print_json(obj: Any) -> None:
 
 
 def note(message: str) -> None:
-    err.print(f"[yellow]note:[/yellow] {escape(message)}", highlight=False)  # "[arxiv:…]" is no markup
+    err.print(_labelled("note:", "yellow", message), highlight=False)  # "[arxiv:…]" is no markup
 
 
 def warning(message: str) -> None:
-    err.print(f"[yellow]warning:[/yellow] {message}", highlight=False)
+    err.print(_labelled("warning:", "yellow", message), highlight=False)
 
 
 def say(message: str) -> None:
     """A plain line on stderr (banners, "stopped"): stdout stays for results."""
-    err.print(message, highlight=False)
+    err.print(plain(message), highlight=False)
 
 
 def note_undated(count: int, since: int | None, until: int | None) -> None:
@@ -89,12 +124,12 @@ def import_report(rep: Any, catalog_path: Path, *, as_json: bool) -> None:
         print_json({"lists": list(rep.lists), "added": rep.added, "updated": rep.updated,
                     "total": rep.total, "issues": issues})
         return
-    out.print(
+    out.print(plain(
         f"Imported {len(rep.lists)} list(s): {rep.added} new, {rep.updated} updated, "
         f"{rep.total} resources in {catalog_path}"
-    )
+    ))
     for i in issues:
-        err.print(f"[yellow]skipped[/yellow] {i['list']}:{i['line']}: {i['reason']}: {i['text'][:100]}",
+        err.print(_labelled("skipped", "yellow", f"{i['list']}:{i['line']}: {i['reason']}: {i['text'][:100]}"),
                   highlight=False)
 
 
@@ -102,30 +137,44 @@ def add_report(rep: Any, local_dir: Path) -> None:
     """``dmlqa add``: every refused path and (some) bad records on stderr, then what was added."""
     failed = set(rep.failed)
     for path, reason in rep.skipped:
-        label = "[red]error:[/red]" if path in failed else "[yellow]skipped[/yellow]"
-        err.print(f"{label} {escape(path)}: {escape(reason)}", highlight=False)
+        label = ("error:", "red") if path in failed else ("skipped", "yellow")
+        err.print(_labelled(*label, f"{path}: {reason}"), highlight=False)
     for where, reason in rep.bad_records[:MAX_BAD_RECORDS]:
-        err.print(f"[yellow]bad record[/yellow] {escape(where)}: {escape(reason)} (the build skips it)",
-                  highlight=False)
+        err.print(_labelled("bad record", "yellow", f"{where}: {reason} (the build skips it)"), highlight=False)
     if len(rep.bad_records) > MAX_BAD_RECORDS:
         more = len(rep.bad_records) - MAX_BAD_RECORDS
         err.print(f"[yellow]bad record[/yellow] … and {more} more (the build lists them all)", highlight=False)
     # a library's entries: every skipped one is named (the user fixes it in the reference manager)
     for where, reason in rep.bad_entries:
-        err.print(f"[yellow]skipped entry[/yellow] {escape(where)}: {escape(reason)}", highlight=False)
+        err.print(_labelled("skipped entry", "yellow", f"{where}: {reason}"), highlight=False)
     for where, reason in rep.entry_notes:
-        err.print(f"[yellow]note:[/yellow] {escape(where)}: {escape(reason)}", highlight=False)
+        err.print(_labelled("note:", "yellow", f"{where}: {reason}"), highlight=False)
     cataloged = set(rep.cataloged)  # two libraries may name one work: one catalog entry
     if rep.added:
-        out.print(f"Added {len(rep.added)} file(s) to {local_dir}; run `dmlqa build` to index them.",
-                  highlight=False, markup=False)
+        out.print(plain(f"Added {len(rep.added)} file(s) to {local_dir}; run `dmlqa build` to index them."),
+                  highlight=False)
     elif not cataloged:
         out.print("Nothing added.", highlight=False, markup=False)
     if cataloged:
         lists = ", ".join(rep.catalog_lists)
         one = len(cataloged) == 1
-        out.print(f"Added {len(cataloged)} library entr{'y' if one else 'ies'} to the catalog (list {lists}); "
-                  f"the next `dmlqa build` fetches {'it' if one else 'them'}.", highlight=False, markup=False)
+        out.print(plain(f"Added {len(cataloged)} library entr{'y' if one else 'ies'} to the catalog (list {lists}); "
+                        f"the next `dmlqa build` fetches {'it' if one else 'them'}."), highlight=False)
+
+
+def removal(rem: Any, *, as_json: bool) -> None:
+    """``dmlqa remove``: one line saying what was taken out and that the next build drops it."""
+    if as_json:
+        print_json(rem.to_json())
+        return
+    parts = []
+    if rem.folder is not None:
+        parts.append(f"folder local/{rem.folder} ({len(rem.files)} document(s))")
+    else:
+        parts += [f"local document local:{f}" for f in rem.files]
+    parts += [f"catalog entry {r.id} {r.title!r} ({r.address})" for r in rem.entries]
+    out.print(plain(f"Removed {'; '.join(parts)}; the next `dmlqa build` drops it from the index."),
+              highlight=False)
 
 
 # -- build ---------------------------------------------------------------------------------------------
@@ -174,7 +223,7 @@ def _failed_table(title: str, rows: Sequence[tuple[str, str, str]]) -> Table:
     t.add_column("url", overflow="fold")
     t.add_column("reason", overflow="fold")
     for row in rows:
-        t.add_row(*row)
+        t.add_row(*(plain(cell) for cell in row))
     return t
 
 
@@ -219,15 +268,15 @@ def hits(found: Sequence[Hit]) -> None:
     for h in found:
         where = f" p.{h.page}" if h.page else ""
         section = f" § {h.section}" if h.section else ""
-        out.print(f"[bold]{h.rank}. {h.title}[/bold]{where}{section}  [dim]({h.score:.3f})[/dim]",
-                  highlight=False)
-        out.print(f"   [blue]{h.url}[/blue]", highlight=False)
+        out.print(Text.assemble((f"{h.rank}. ", "bold"), plain(h.title, "bold"), plain(f"{where}{section}"),
+                                "  ", (f"({h.score:.3f})", "dim")), highlight=False)
+        out.print(Text.assemble("   ", plain(h.url, "blue")), highlight=False)
         snippet = " ".join(h.text.split())
-        out.print(f"   {snippet[:300]}{'…' if len(snippet) > 300 else ''}", highlight=False, markup=False)
+        out.print(plain(f"   {snippet[:300]}{'…' if len(snippet) > 300 else ''}"), highlight=False)
 
 
 def answer_text(text: str) -> None:
-    out.print(text, highlight=False, markup=False)
+    out.print(plain(text), highlight=False)
 
 
 def checked_answer(text: str, *, streamed: bool) -> None:
@@ -237,7 +286,7 @@ def checked_answer(text: str, *, streamed: bool) -> None:
 
 
 def stream_delta(delta: str) -> None:
-    sys.stdout.write(delta)
+    sys.stdout.write(visible(delta))
     sys.stdout.flush()
 
 
@@ -255,22 +304,26 @@ def sources(answer: Answer) -> None:
             facts = ", ".join(str(x) for x in (c.venue, c.year) if x)
             page = f", p. {c.page}" if c.page else ""
             facts = f" ({facts})" if facts else ""
-            out.print(f"[{c.n}] {c.title}{facts}{page}", highlight=False, markup=False)
-            out.print(f"    {c.url}" + (f"#page={c.page}" if c.page and c.url.endswith(".pdf") else ""),
-                      highlight=False, markup=False)
+            out.print(plain(f"[{c.n}] {c.title}{facts}{page}"), highlight=False)
+            out.print(plain(f"    {c.url}" + (f"#page={c.page}" if c.page and c.url.endswith(".pdf") else "")),
+                      highlight=False)
             if c.quote:
-                out.print(f"    “{c.quote}”", highlight=False, markup=False, style="dim")
+                out.print(plain(f"    “{c.quote}”", "dim"), highlight=False)
     for flag in answer.flags:
-        err.print(f"[yellow]flag:[/yellow] {flag}", highlight=False)
-    out.print(f"[dim]answered by {answer.backend} in {answer.seconds:.2f}s[/dim]", highlight=False)
+        err.print(_labelled("flag:", "yellow", flag), highlight=False)
+    out.print(plain(f"answered by {answer.backend} in {answer.seconds:.2f}s", "dim"), highlight=False)
 
 
 def eval_scores(scores: dict[str, Any], name: str) -> None:
-    t = Table(title=f"dmlqa eval: {name}", show_header=False)
+    t = Table(title=plain(f"dmlqa eval: {name}"), show_header=False)
     t.add_column("metric")
     t.add_column("value", justify="right")
     for key, value in scores.items():
-        t.add_row(key, str(value))
+        if key in ("answerable", "unanswerable"):
+            continue  # shown beside the number of questions
+        if key == "questions":
+            value = f"{value} ({scores.get('answerable', 0)} answerable, {scores.get('unanswerable', 0)} unanswerable)"
+        t.add_row(plain(key), plain(value))
     out.print(t)
 
 
@@ -279,12 +332,12 @@ def related(res: Any, query: str) -> None:
     if not res.items:
         out.print("No related documents.")
         return
-    t = Table(title=f"Related to {query}", show_header=True, show_lines=False)
+    t = Table(title=plain(f"Related to {query}"), show_header=True, show_lines=False)
     for col in ("#", "score", "title", "year/venue", "kind", "url", "why"):
         t.add_column(col, overflow="fold")
     for i, r in enumerate(res.items, start=1):
         facts = " ".join(str(x) for x in (r.year, r.venue) if x)
-        t.add_row(str(i), f"{r.score:.3f}", r.title, facts, r.kind, r.url, r.reason)
+        t.add_row(*(plain(cell) for cell in (i, f"{r.score:.3f}", r.title, facts, r.kind, r.url, r.reason)))
     out.print(t)
 
 
@@ -294,20 +347,20 @@ def citations(res: Any, what: str) -> None:
     t = res.target
     head = f"{t.title} ({t.year})" if t.year else t.title
     if not res.items:
-        out.print(f"No document of the knowledge base is {what} {head}.", highlight=False, markup=False)
+        out.print(plain(f"No document of the knowledge base is {what} {head}."), highlight=False)
     else:
-        table = Table(title=f"{what.capitalize()} {escape(head)}: {len(res.items)}", show_header=True)
+        table = Table(title=plain(f"{what.capitalize()} {head}: {len(res.items)}"), show_header=True)
         for col in ("#", "title", "year", "url", "citing sentence"):
             table.add_column(col, overflow="fold")
         for i, item in enumerate(res.items, start=1):
-            table.add_row(str(i), escape(item.title), str(item.year or ""), escape(item.url), escape(item.context))
+            table.add_row(*(plain(cell) for cell in (i, item.title, item.year or "", item.url, item.context)))
         out.print(table)
     if res.unresolved:
         table = Table(title=f"Not in the knowledge base: {len(res.unresolved)}", show_header=True)
         for col in ("#", "title", "year", "arXiv / DOI"):
             table.add_column(col, overflow="fold")
         for i, u in enumerate(res.unresolved, start=1):
-            table.add_row(str(i), escape(u.title), str(u.year or ""), escape(u.arxiv_id or u.doi or ""))
+            table.add_row(*(plain(cell) for cell in (i, u.title, u.year or "", u.arxiv_id or u.doi or "")))
         out.print(table)
 
 
@@ -321,15 +374,14 @@ def suggestions(res: Any) -> None:
         table.add_column(col, overflow="fold")
     for i, s in enumerate(res.items, start=1):
         where = s.arxiv_id or s.doi or s.url or ""
-        table.add_row(str(i), str(len(s.cited_by)), escape(s.title), str(s.year or ""), escape(where),
-                      escape(", ".join(s.cited_by)))
+        table.add_row(*(plain(cell) for cell in (i, len(s.cited_by), s.title, s.year or "", where,
+                                                 ", ".join(s.cited_by))))
     out.print(table)
     if res.list_name is not None:
-        out.print(f"Added {len(res.added)} to the catalog under the list {res.list_name!r}; "
-                  "the next `dmlqa build` fetches them.", highlight=False, markup=False)
+        out.print(plain(f"Added {len(res.added)} to the catalog under the list {res.list_name!r}; "
+                        "the next `dmlqa build` fetches them."), highlight=False)
         if res.not_added:
-            err.print(f"[yellow]note:[/yellow] not added (title only, nothing to fetch): "
-                      f"{escape('; '.join(res.not_added))}", highlight=False)
+            note(f"not added (title only, nothing to fetch): {'; '.join(res.not_added)}")
 
 
 def text(value: str) -> None:
@@ -350,6 +402,7 @@ def run_line(outcome: Any) -> dict[str, Any]:
         "slot": iso(outcome.slot), "started_at": iso(outcome.started_at), "finished_at": iso(outcome.finished_at),
         "seconds": round(outcome.seconds, 3), "ok": outcome.ok, "skipped": outcome.skipped,
         "error": outcome.error, "next_run": iso(outcome.next_run),
+        "consecutive_failures": outcome.consecutive_failures,
         "report": outcome.report.to_json() if outcome.report is not None else None,
     }
 
@@ -368,9 +421,11 @@ def _run_text(outcome: Any) -> None:
     when = outcome.started_at.astimezone().strftime("%Y-%m-%d %H:%M:%S")
     nxt = outcome.next_run.astimezone().strftime("%Y-%m-%d %H:%M:%S") if outcome.next_run else "-"
     if outcome.report is None:
-        word = "skipped" if outcome.skipped else "[red]failed[/red]"
-        out.print(f"{when} run {word} after {outcome.seconds:.1f} s: {outcome.error}; next run {nxt}",
-                  highlight=False)
+        word = Text("skipped") if outcome.skipped else Text("failed", style="red")
+        in_a_row = 0 if outcome.skipped else outcome.consecutive_failures
+        streak = f" ({in_a_row} in a row)" if in_a_row > 1 else ""
+        out.print(Text.assemble(f"{when} run ", word, f"{streak} after {outcome.seconds:.1f} s: ",
+                                plain(outcome.error or ""), f"; next run {nxt}"), highlight=False)
         return
     rep = outcome.report
     ch = rep.changes
@@ -392,12 +447,12 @@ def _run_text(outcome: Any) -> None:
 
 def status(st: dict[str, Any], home: Path) -> None:
     """``dmlqa status``: the published version's facts, what failed at its build, the run history."""
-    t = Table(title=f"dmlqa home {home}", show_header=False)
+    t = Table(title=plain(f"dmlqa home {home}"), show_header=False)
     t.add_column("key")
     t.add_column("value", overflow="fold")
     for key in ("index_version", "built_at", "model", "encoder", "index_type", "resources", "documents",
                 "cards", "chunks"):
-        t.add_row(key, str(st.get(key)))
+        t.add_row(key, plain(st.get(key)))
     g = st.get("graph")
     t.add_row("citation graph", "not built (run `dmlqa build`)" if g is None else
               f"{g['papers']} papers, {g['references']} references, {g['resolved']} to documents here "
@@ -405,10 +460,7 @@ def status(st: dict[str, Any], home: Path) -> None:
               f"{g['skipped']} skipped")
     t.add_row("failed", str(len(st["failed"])))
     out.print(t)
-    if st["failed"]:
-        rows = [(row["stage"], row["url"], row["error"]) for row in st["failed"]]
-        out.print(_failed_table("Failed at the last build", rows))
-    runs(st)
+    runs(st)  # the last run's failures summed up by reason: hundreds of rows would bury the cause
 
 
 def coverage(cov: dict[str, Any], duplicates: list[dict[str, Any]]) -> None:
@@ -424,12 +476,49 @@ def coverage(cov: dict[str, Any], duplicates: list[dict[str, Any]]) -> None:
         rows = [("total", cov["total"]), *groups.items()] if title.endswith("list") else list(groups.items())
         for name, g in rows:
             why = ", ".join(f"{k} {v}" for k, v in g.get("reasons", {}).items())
-            t.add_row(escape(name), str(g["resources"]), str(g["full_text"]), str(g["abstract_only"]),
-                      str(g["cards"]), escape(why))
+            t.add_row(*(plain(cell) for cell in (name, g["resources"], g["full_text"], g["abstract_only"],
+                                                 g["cards"], why)))
         out.print(t)
     if duplicates:
         out.print(f"{len(duplicates)} catalog entries are copies of another entry's work "
                   "(merged; `dmlqa status --json` lists them)")
+
+
+def failures(data: dict[str, Any], *, as_json: bool) -> None:
+    """``dmlqa status --failures``: every failure of the last run, with its reason (a table, or JSON)."""
+    if as_json:
+        print_json(data)
+        return
+    rows = data.get("failed") or []
+    if data.get("started_at") is None:
+        out.print("No build run recorded yet.")
+    elif not rows:
+        out.print(f"No failures in the run started {_local_time(data['started_at'])}.", highlight=False)
+    else:  # one unwrapped line each (stage, URL, reason; tab-separated): URLs stay whole for copying and grep
+        out.print(f"{len(rows)} failures of the run started {_local_time(data['started_at'])}:", highlight=False)
+        for r in rows:
+            sys.stdout.write(visible(f"{r['stage']}\t{r['url']}\t{r['error']}") + "\n")
+
+
+def _last_run(st: dict[str, Any]) -> None:
+    """The last run's outcome, failed runs in a row, and its failures summed up by reason."""
+    if st.get("ok") is None:
+        return
+    in_a_row = st.get("consecutive_failures") or 0
+    if st["ok"]:
+        out.print("Last run: ok", highlight=False)
+    else:
+        streak = f" ({in_a_row} failed runs in a row)" if in_a_row > 1 else ""
+        out.print(Text.assemble("Last run: ", ("failed", "red"), f"{streak}: ",
+                                plain(st.get("last_error") or "see below")), highlight=False)
+    summary = st.get("last_failures") or {}
+    if summary.get("total"):
+        out.print(f"{summary['total']} failed at the last run, by reason (`dmlqa status --failures` lists all):",
+                  highlight=False)
+        for group in summary.get("by_reason") or []:
+            more = ", …" if group["count"] > len(group["urls"]) else ""
+            out.print(plain(f"  {group['count']:>5} {group['reason']}: {', '.join(group['urls'])}{more}"),
+                      highlight=False)
 
 
 def runs(st: dict[str, Any]) -> None:
@@ -448,12 +537,15 @@ def runs(st: dict[str, Any]) -> None:
             what = r.get("error") or ", ".join(
                 [f"+{x}" for x in r.get("added", [])[:3]] + [f"~{x}" for x in r.get("updated", [])[:3]]
                 + [f"-{x}" for x in r.get("removed", [])[:3]])
-            t.add_row(_local_time(r.get("started_at")), took, "ok" if r.get("ok") else "[red]failed[/red]",
-                      changes, r.get("trigger", "build"), r.get("index_version") or "-", what)
+            result = (Text("ok") if r.get("ok") else
+                      Text("interrupted", style="yellow") if r.get("interrupted") else Text("failed", style="red"))
+            t.add_row(_local_time(r.get("started_at")), took, result, changes, plain(r.get("trigger", "build")),
+                      plain(r.get("index_version") or "-"), plain(what))
         out.print(t)
     sched = st.get("schedule")
     if sched and sched.get("running"):
-        out.print(f"Next scheduled run: {_local_time(sched.get('next_run'))} ({sched.get('spec')}, "
-                  f"`dmlqa schedule` PID {sched.get('pid')})", highlight=False)
+        out.print(plain(f"Next scheduled run: {_local_time(sched.get('next_run'))} ({sched.get('spec')}, "
+                        f"`dmlqa schedule` PID {sched.get('pid')})"), highlight=False)
     else:
         out.print("Next scheduled run: none (no `dmlqa schedule` is running on this home)", highlight=False)
+    _last_run(st)

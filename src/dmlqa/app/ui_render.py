@@ -17,6 +17,7 @@ from collections.abc import Callable, Mapping, Sequence
 from typing import Any, Protocol
 from urllib.parse import urlsplit, urlunsplit
 
+from dmlqa.catalog.urls import is_linkable
 from dmlqa.errors import DmlqaError, IndexMissingError
 from dmlqa.models import Answer, Citation
 
@@ -48,27 +49,16 @@ def esc(text: object) -> str:
 
 
 def safe_url(url: str | None) -> str | None:
-    """``url`` when it is an absolute http(s) URL with a host (whitespace and controls refused), else None."""
-    if not url or not isinstance(url, str):
-        return None
-    url = url.strip()
-    if any(ch.isspace() or ord(ch) < 0x20 or ord(ch) == 0x7F for ch in url):
-        return None
-    try:
-        parts = urlsplit(url)
-    except ValueError:
-        return None
-    if parts.scheme.lower() not in ("http", "https") or not parts.hostname:
-        return None
-    return url
+    """``url`` (stripped) when it may be a link (:func:`dmlqa.catalog.urls.is_linkable`), else None."""
+    return url.strip() if url and is_linkable(url) else None
 
 
 def source_href(url: str | None, page: int | None = None, *, source_url: str | None = None,
                 content_type: str | None = None) -> str | None:
-    """Where a citation opens: the original URL, at the page (``#page=N``) for a PDF passage.
+    """Where a citation opens: its link, at the page (``#page=N``) for a PDF passage.
 
-    A paper's canonical URL is often its landing page (arXiv's ``/abs/``); the PDF the text came
-    from is ``source_url``, and only a PDF viewer understands ``#page=N``.
+    ``url`` is the document's link (:func:`dmlqa.models.shown_url`), the address its text came from,
+    the same as ``source_url`` for a fetched document; only a PDF viewer understands ``#page=N``.
     """
     base = safe_url(url)
     if page and content_type == "pdf":
@@ -348,11 +338,28 @@ def related_html(rows: Sequence[Mapping[str, Any]], notice: str | None = None, *
     return _one_line(head + table)
 
 
-def status_html(status: Mapping[str, Any] | None, error: str | None = None) -> str:
-    """The index's facts; with no index, how to build one."""
+def last_run_html(history: Mapping[str, Any] | None) -> str:
+    """The last build run's outcome and how many failed in a row (what a person watching a schedule needs),
+    from :meth:`dmlqa.KnowledgeBase.run_history` (or the status, which carries the same keys)."""
+    if not history or history.get("ok") is None:
+        return ""
+    if history["ok"]:
+        return '<p class="dmlqa-last-run">Last build run: ok.</p>'
+    in_a_row = int(history.get("consecutive_failures") or 0)
+    streak = f" ({in_a_row} failed runs in a row)" if in_a_row > 1 else ""
+    groups = (history.get("last_failures") or {}).get("by_reason") or []
+    reasons = "; ".join(f"{g['count']} {g['reason']}" for g in groups)
+    return (f'<p class="dmlqa-last-run dmlqa-failed-run">Last build run failed{esc(streak)}: '
+            f'{esc(history.get("last_error") or "")}' + (f"<br>Failures: {esc(reasons)}" if reasons else "") + "</p>")
+
+
+def status_html(status: Mapping[str, Any] | None, error: str | None = None,
+                history: Mapping[str, Any] | None = None) -> str:
+    """The index's facts and the last run; with no index, how to build one (and ``history``'s last run)."""
     if status is None:
         return _one_line(f'<div class="dmlqa-status dmlqa-no-index"><p>{NO_INDEX_MESSAGE}</p>'
-                         + (f'<p class="dmlqa-facts">{esc(error)}</p>' if error else "") + "</div>")
+                         + (f'<p class="dmlqa-facts">{esc(error)}</p>' if error else "")
+                         + last_run_html(history) + "</div>")
     rows = [
         ("index version", status.get("index_version")), ("built", status.get("built_at")),
         ("documents with full text", status.get("documents")),
@@ -372,7 +379,8 @@ def status_html(status: Mapping[str, Any] | None, error: str | None = None) -> s
                 "</tbody></table></details>")
     else:
         fail = "<p>No resource failed at the last build.</p>"
-    return _one_line(f'<div class="dmlqa-status"><table class="dmlqa-status-table">{table}</table>{fail}</div>')
+    return _one_line(f'<div class="dmlqa-status"><table class="dmlqa-status-table">{table}</table>'
+                     f"{last_run_html(status)}{fail}</div>")
 
 
 def friendly_error(exc: BaseException) -> str:

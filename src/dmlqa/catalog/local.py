@@ -4,9 +4,10 @@ Copying (rather than remembering a path) keeps the home self-contained: the know
 be moved, backed up or rebuilt on another machine. The next build indexes every file there beside
 the catalog. A JSON Lines file is a collection of records (``{"id","title","text"}``, BEIR's
 ``{"_id","title","text"}`` too, optional ``url``, ``authors``, ``year``), each its own document
-whose ``doc_id`` is the record's id. A reference library named on its own (``library.bib``,
-CSL-JSON ``library.json``) is added by :mod:`dmlqa.catalog.library`: its attached files land here
-too, under ``<library file name>/``, with the library's metadata beside them.
+whose ``doc_id`` is the record's id (a ``url`` that is not an http(s) address is dropped: readers
+follow it). A reference library named on its own (``library.bib``, CSL-JSON ``library.json``) is
+added by :mod:`dmlqa.catalog.library`: its attached files land here too, under ``<library file
+name>/``, with the library's metadata beside them.
 
 Bad input is isolated, never fatal: a bad record is skipped and reported with its file, line and
 reason (by ``add`` as a warning, by the build as a ``local`` failure) while the rest of its file is
@@ -20,15 +21,19 @@ from __future__ import annotations
 import hashlib
 import json
 import os
+import re
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, fields
 from pathlib import Path
 from typing import Any
 
 from dmlqa.catalog.bibformats import LIBRARY_FORMATS
+from dmlqa.catalog.urls import is_linkable
+from dmlqa.errors import DiskFullError, is_disk_full
 from dmlqa.fsutil import format_size
 from dmlqa.models import Block, Document, Failure
 from dmlqa.paths import LOCAL_DIR
+from dmlqa.textsafe import REPLACEMENT, replace_lone_surrogates
 
 SUPPORTED_SUFFIXES = {".pdf", ".html", ".htm", ".md", ".markdown", ".txt", ".text", ".rst", ".jsonl"}
 #: The years a record may give (anything else is a typo or junk such as "²" or 1e25).
@@ -78,10 +83,20 @@ def add_paths(paths: Sequence[Path], corpus_dir: Path, *, max_bytes: int | None 
     bad_records: list[tuple[str, str]] = []
     for given in paths:
         src = Path(given).expanduser()
+        try:
+            src.stat()
+        except (FileNotFoundError, NotADirectoryError):
+            pass  # told below, with a broken symlink told apart
+        except OSError as exc:  # a folder on the way that cannot be entered (permission denied)
+            skipped.append((str(given), f"cannot read: {exc.strerror or exc}"))
+            failed.append(str(given))
+            continue
         if src.is_dir():
-            candidates = list(_walk(src, "the added folder"))
+            candidates = list(_walk(src, "the added folder", name_inner_links=True))
             base = src.name or src.resolve().name
             named = False
+            if any(f == src and problem for f, _rel, problem in candidates):  # the folder itself cannot be listed
+                failed.append(str(given))
         elif src.is_file():  # a symlink named on the command line is the user's choice: followed
             candidates = [(src, Path(src.name), None)]
             named = True
@@ -110,6 +125,9 @@ def add_paths(paths: Sequence[Path], corpus_dir: Path, *, max_bytes: int | None 
                 dest.parent.mkdir(parents=True, exist_ok=True)
                 copy_file(f, dest)
             except OSError as exc:
+                if is_disk_full(exc):  # every later copy would fail alike: one line, not one per file
+                    raise DiskFullError(f"disk full while writing {dest} (a copy of {f}): free space and run "
+                                        f"`dmlqa add` again ({len(added)} file(s) were added before it)") from None
                 skipped.append((str(f), f"cannot copy: {exc.strerror or exc}"))
                 if named:
                     failed.append(str(given))
@@ -140,6 +158,8 @@ def _check_file(f: Path, rel: Path, max_bytes: int | None) -> tuple[str | None, 
         return "hidden file", []
     try:
         size = f.stat().st_size
+        with f.open("rb"):  # readable? (stat needs only the folder's permission); said before any copy starts
+            pass
     except OSError as exc:
         return f"cannot read file: {exc.strerror or exc}", []
     if max_bytes is not None and size > max_bytes:
@@ -176,14 +196,23 @@ def _check_jsonl(path: Path, rel: str, label: str) -> tuple[str | None, list[tup
 # -- what a build finds under corpus/local ---------------------------------------------------------
 
 
-def _walk(root: Path, inside: str) -> Iterator[tuple[Path, Path, str | None]]:
+#: Why ``add`` skips a symlink to a folder inside the added folder (its files come from where they are).
+LINKED_FOLDER = "symbolic link to a folder, not followed (its files are added from {target})"
+
+
+def _walk(root: Path, inside: str, *, name_inner_links: bool = False) -> Iterator[tuple[Path, Path, str | None]]:
     """``(path, path relative to root, problem)`` for every file under ``root``.
 
     Symlinked folders are not descended; a symlink that leads out of ``root`` (or nowhere) comes
-    with its problem instead of being followed. Hidden folders are pruned (one entry each).
+    with its problem instead of being followed, and with ``name_inner_links`` one to a folder inside
+    ``root`` too (``add`` names everything it does not copy; a build finds those files anyway). Hidden
+    folders are pruned (one entry each). A folder that cannot be listed (permission denied) comes
+    as an entry with its reason: silently missing files are the worst kind of missing.
     """
     real_root = root.resolve()
-    for dirpath, dirnames, filenames in os.walk(root, followlinks=False):
+    unreadable: list[OSError] = []
+    for dirpath, dirnames, filenames in os.walk(root, followlinks=False, onerror=unreadable.append):
+        yield from _unreadable_folders(unreadable, root)
         d = Path(dirpath)
         keep = []
         for name in sorted(dirnames):
@@ -192,7 +221,10 @@ def _walk(root: Path, inside: str) -> Iterator[tuple[Path, Path, str | None]]:
                 problem = _symlink_problem(p, real_root, inside)
                 if problem:
                     yield p, p.relative_to(root), problem
-                # a link to a folder inside root: its files are reached where they really are
+                elif name_inner_links:  # otherwise quiet: its files are reached where they really are
+                    target = p.resolve().relative_to(real_root)
+                    shown = (Path(real_root.name) / target).as_posix()
+                    yield p, p.relative_to(root), LINKED_FOLDER.format(target=shown)
             elif name.startswith("."):
                 yield p, p.relative_to(root), "hidden folder"
             else:
@@ -204,6 +236,15 @@ def _walk(root: Path, inside: str) -> Iterator[tuple[Path, Path, str | None]]:
             if problem is None and not p.is_file():
                 problem = "not a regular file"
             yield p, p.relative_to(root), problem
+    yield from _unreadable_folders(unreadable, root)
+
+
+def _unreadable_folders(errors: list[OSError], root: Path) -> Iterator[tuple[Path, Path, str]]:
+    """The folders ``os.walk`` could not list (its ``onerror`` calls), as entries with their reason."""
+    while errors:
+        exc = errors.pop(0)
+        p = Path(exc.filename) if exc.filename else root
+        yield p, p.relative_to(root) if p.is_relative_to(root) else Path(), f"cannot read folder: {exc.strerror or exc}"
 
 
 def _symlink_problem(link: Path, real_root: Path, inside: str) -> str | None:
@@ -232,7 +273,7 @@ def scan_local(corpus_dir: Path) -> tuple[list[Path], list[tuple[Path, str]]]:
     for p, _rel, problem in _walk(root, "corpus/local"):
         if problem == "hidden folder" or p.name.startswith("."):
             continue  # our own temporary files, editor backups
-        if problem and p.is_symlink():  # told whatever its name: it may be a folder
+        if problem and (p.is_symlink() or p.is_dir()):  # told whatever its name (a folder it cannot list too)
             problems.append((p, problem))
             continue
         if p.suffix.lower() not in SUPPORTED_SUFFIXES:
@@ -248,8 +289,34 @@ def local_files(corpus_dir: Path) -> list[Path]:
     return scan_local(corpus_dir)[0]
 
 
+#: The prefix of a local file's doc id (``local:notes.md``), as search results show it.
+LOCAL_PREFIX = "local:"
+
+
 def file_doc_id(corpus_dir: Path, path: Path) -> str:
-    return "local:" + path.relative_to(corpus_dir / LOCAL_DIR).as_posix()
+    """``local:`` and the file's path under corpus/local, made :func:`safe_id` (the file itself keeps its name)."""
+    return LOCAL_PREFIX + safe_id(path.relative_to(corpus_dir / LOCAL_DIR).as_posix())
+
+
+#: What a doc id must not carry: control characters and line separators (a newline in an id splits
+#: every line that shows it: results, errors, the build report), and surrogates (the undecodable
+#: bytes of a file name, as Python keeps them).
+_UNSAFE_IN_ID = re.compile(r"[\x00-\x1f\x7f-\x9f\u2028\u2029\ud800-\udfff]")
+
+
+def safe_id(text: str) -> str:
+    """``text`` with each unsafe character percent-escaped as in a URL (``a\\nb.txt`` → ``a%0Ab.txt``; an
+    undecodable file-name byte → ``%FF``): still one readable line. (A name spelling ``%0A`` itself would
+    collide with one holding the newline: the build refuses the second file of one id.)"""
+    return _UNSAFE_IN_ID.sub(_percent_escape, text) if _UNSAFE_IN_ID.search(text) else text
+
+
+def _percent_escape(m: re.Match[str]) -> str:
+    try:
+        data = m.group().encode("utf-8", "surrogateescape")  # a lone \udcXX is the file name's byte XX
+    except UnicodeEncodeError:  # any other lone surrogate: no byte behind it
+        data = REPLACEMENT.encode("utf-8")
+    return "".join(f"%{b:02X}" for b in data)
 
 
 def file_sha256(path: Path) -> str:
@@ -338,7 +405,7 @@ def parse_record(rec: Any, rel: str) -> Document | str:
             continue
         if isinstance(value, bool) or not isinstance(value, str | int):
             return f'"{key}" must be a string or an integer, not {_json_type(value)}'
-        doc_id = _clean(str(value)).strip()
+        doc_id = safe_id(replace_lone_surrogates(str(value)).strip())
         break
     if not doc_id:
         return 'record has no "id" (or "_id")'
@@ -352,7 +419,7 @@ def parse_record(rec: Any, rel: str) -> Document | str:
         value = rec.get(key)
         if value is not None and not isinstance(value, str):
             return f'record {doc_id}: "{key}" must be a string, not {_json_type(value)}'
-        fields[key] = _clean(value or "").strip()
+        fields[key] = replace_lone_surrogates(value or "").strip()
     authors = rec.get("authors")
     if authors is None:
         authors = []
@@ -364,16 +431,18 @@ def parse_record(rec: Any, rel: str) -> Document | str:
     if isinstance(year, str):
         return f"record {doc_id}: {year}"
     title = fields["title"]
-    body = " ".join(_clean(text).split())
+    body = " ".join(replace_lone_surrogates(text).split())
+    # the url is what readers are shown and follow: a javascript:/data:/file: one is kept by no one
+    url = fields["url"] if is_linkable(fields["url"]) else ""
     return Document(
         doc_id=doc_id,
-        url=fields["url"] or f"{rel}#{doc_id}",
+        url=url or f"{rel}#{doc_id}",
         title=title or doc_id,
         blocks=(Block(text=body, section=None),),
         source_url=f"{rel}#{doc_id}",
         content_type="text",
         kind=fields["kind"] or "article",
-        authors=tuple(a for a in (" ".join(_clean(a).split()) for a in authors) if a),
+        authors=tuple(a for a in (" ".join(replace_lone_surrogates(a).split()) for a in authors) if a),
         year=year,
         sha256=hashlib.sha256((title + "\n" + body).encode("utf-8")).hexdigest(),
     )
@@ -414,12 +483,3 @@ def _json_type(value: Any) -> str:
     if isinstance(value, dict):
         return "an object"
     return type(value).__name__
-
-
-def _clean(s: str) -> str:
-    """``s`` with lone surrogates (``"\\ud800"`` is valid JSON, not valid UTF-8) replaced by ``?``."""
-    try:
-        s.encode("utf-8")
-    except UnicodeEncodeError:
-        return s.encode("utf-8", "replace").decode("utf-8")
-    return s

@@ -17,7 +17,7 @@ import unicodedata
 from collections.abc import Sequence
 from typing import Protocol
 
-from dmlqa.catalog.urls import arxiv_id, doi
+from dmlqa.catalog.urls import arxiv_id, doi, is_linkable
 from dmlqa.models import is_et_al
 
 
@@ -311,8 +311,9 @@ def entry(item: Citable, key: str, *, ascii_only: bool = False) -> str:
     if author:
         fields.append(("author", author))
     aid, d = _identifiers(item)
-    # a file of your own (file:///home/...) is no address for a reader of the bibliography
-    url = "" if item.url.lower().startswith("file:") else _safe_url(item.url)
+    # only an http(s) address is one for a reader of the bibliography: not a file of your own
+    # (file:///home/...), a local record's place in its file, nor javascript: or data:
+    url = _safe_url(item.url) if is_linkable(item.url) else ""
     venue = (item.venue or "").strip()
     if item.kind == "paper":
         kind = venue_kind(venue)
