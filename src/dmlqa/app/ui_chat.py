@@ -21,7 +21,9 @@ from dmlqa.models import KINDS, Answer
 
 log = logging.getLogger(__name__)
 
-#: The browser's textarea refuses more than this; the answerer itself reads the first 2000 characters.
+#: The browser's textarea refuses more than this: the library's own limit (dmlqa.query.limits.MAX_TEXT_CHARS,
+#: which a front end does not import; tests/test_bounded_targets.py keeps the two equal), of which an API
+#: caller past it hears in one line. The answerer itself reads the first 2000 characters.
 MAX_INPUT_CHARS = 20_000
 #: Years outside this range are typing mistakes, not filters.
 YEAR_RANGE = (1950, 2100)
@@ -175,8 +177,6 @@ def related_turn(service: ChatBackend, query: str | None, since: Any) -> tuple[l
     q = (query or "").strip()
     if not q:
         return [], message_html("Type a title, a topic, a URL or an arXiv id first.", kind="hint")
-    if len(q) > MAX_INPUT_CHARS:
-        q = q[:MAX_INPUT_CHARS]
     year = _year(since)
     try:
         return service.related_rows(q, since=year)
