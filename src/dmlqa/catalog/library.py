@@ -71,7 +71,10 @@ def library_list(path: Path) -> str:
 def is_library(path: Path) -> bool:
     """A file ``dmlqa add`` reads as a library (``.bib``, ``.json``) rather than copies as a document."""
     path = Path(path)
-    return path.suffix.lower() in LIBRARY_FORMATS and path.is_file()
+    try:
+        return path.suffix.lower() in LIBRARY_FORMATS and path.is_file()
+    except OSError:  # cannot be looked at (a folder on the way denies it): add_paths says so
+        return False
 
 
 def add_files(

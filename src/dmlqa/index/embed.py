@@ -33,7 +33,7 @@ from typing import Protocol
 
 import numpy as np
 
-from dmlqa.errors import EncoderError, Interrupted, is_disk_full
+from dmlqa.errors import DiskFullError, EncoderError, Interrupted, is_disk_full
 from dmlqa.index.embed_cache import EmbeddingCache
 from dmlqa.settings import BUNDLED_MODEL
 
@@ -568,7 +568,7 @@ def embed_texts(
     except BaseException as exc:
         try:
             flush()  # whatever stopped the loop, the vectors already made are valid: keep them
-        except (OSError, sqlite3.Error) as flush_exc:  # the original error matters more
+        except (OSError, sqlite3.Error, DiskFullError) as flush_exc:  # the original error matters more
             # a full disk that stopped the loop is told by its own one line: the same cause, not news
             (log.info if is_disk_full(exc) else log.warning)(
                 "could not keep %d new vectors in the cache: %s", len(fresh), flush_exc)

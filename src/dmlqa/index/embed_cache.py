@@ -16,6 +16,8 @@ from pathlib import Path
 
 import numpy as np
 
+from dmlqa.errors import DiskFullError, is_disk_full
+
 __all__ = ["EmbeddingCache"]
 
 
@@ -24,6 +26,7 @@ class EmbeddingCache:
 
     def __init__(self, path: Path) -> None:
         path.parent.mkdir(parents=True, exist_ok=True)
+        self._path = path
         # Shared by a build, the app's worker threads and CLI processes: one lock per object,
         # and a busy timeout for writers in other processes.
         self._db = sqlite3.connect(str(path), check_same_thread=False, timeout=10.0)
@@ -51,11 +54,16 @@ class EmbeddingCache:
 
     def put_many(self, encoder: str, items: dict[str, np.ndarray]) -> None:
         """Store ``items`` (sha256 → vector) in one transaction: all of them or, killed half-way, none."""
-        with self._lock, self._db:
-            self._db.executemany(
-                "INSERT OR REPLACE INTO embeddings VALUES (?, ?, ?)",
-                [(encoder, sha, np.asarray(v, dtype=np.float32).tobytes()) for sha, v in items.items()],
-            )
+        try:
+            with self._lock, self._db:
+                self._db.executemany(
+                    "INSERT OR REPLACE INTO embeddings VALUES (?, ?, ?)",
+                    [(encoder, sha, np.asarray(v, dtype=np.float32).tobytes()) for sha, v in items.items()],
+                )
+        except sqlite3.Error as exc:  # SQLite names no file: say which one filled the disk
+            if is_disk_full(exc, self._path.parent):
+                raise DiskFullError(f"disk full while writing {self._path}: free space and run again") from None
+            raise
 
     def close(self) -> None:
         with self._lock:

@@ -28,7 +28,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any, Protocol
 
-from dmlqa.errors import DiskFullError, is_disk_full
+from dmlqa.errors import DiskFullError, as_disk_full, is_disk_full
 from dmlqa.fsutil import atomic_write_text
 from dmlqa.index.versions import VERSIONS, current_version
 from dmlqa.models import Chunk, Document, Failure
@@ -413,7 +413,10 @@ def recording(index_dir: Path, report: _ReportLike, *, trigger: str = "build") -
 
     try:
         yield record
-    except BaseException as exc:
+    except BaseException as raised:
+        # A full disk wherever it struck (the document store, the cache, a WARC) is one DiskFullError:
+        # the history, the scheduler's log and the CLI all say the same one line.
+        exc = as_disk_full(raised, index_dir.parent)
         try:
             finish(exc)
         except OSError as failed:  # the original error matters more than a failed history line
@@ -421,6 +424,8 @@ def recording(index_dir: Path, report: _ReportLike, *, trigger: str = "build") -
                 log.exception("could not record the failed run")
             else:  # the error itself (most often the same full disk) is the one line the user needs
                 log.info("could not record the failed run: %s", failed)
+        if exc is not raised:
+            raise exc from None
         raise
     try:
         finish(None)

@@ -26,9 +26,10 @@ from typing import TYPE_CHECKING
 import numpy as np
 
 from dmlqa.catalog.urls import is_url_title
-from dmlqa.errors import EncoderError, ExtractError, FetchError
+from dmlqa.errors import DiskFullError, EncoderError, ExtractError, FetchError, Interrupted
+from dmlqa.extract.worker import TimedExtractor
 from dmlqa.index.docstore import DocStore
-from dmlqa.index.versions import dense_text, prune, publish, write_version
+from dmlqa.index.versions import dense_text, prune, publish, remove_version, write_version
 from dmlqa.media import charset
 from dmlqa.models import Chunk, Document, Failure, Resource
 from dmlqa.pipeline.report import (
@@ -153,19 +154,20 @@ def _refresh_facts(doc: Document, res: Resource) -> Document:
     )
 
 
-def extract_one(item: Fetched, previous: Document | None) -> ExtractResult:
+def extract_one(item: Fetched, previous: Document | None, extractor: TimedExtractor | None = None) -> ExtractResult:
     """The document of one fetched resource, carrying the lists that name it and every address it has.
 
     ``previous`` is the resource's text from the last build (None for a new one): kept when the
     bytes are unchanged (304, same sha256), and when fetch or extraction fails this time.
+    ``extractor`` runs the extraction under the build's time limit (None: here, without one).
     """
-    result = _extract_resource(item, previous)
+    result = _extract_resource(item, previous, extractor or TimedExtractor(0))
     res = item.resource
     doc = replace(result.documents[0], lists=res.lists, aliases=tuple(dict.fromkeys((res.url, *res.aliases))))
     return replace(result, documents=(doc,))
 
 
-def _extract_resource(item: Fetched, previous: Document | None) -> ExtractResult:
+def _extract_resource(item: Fetched, previous: Document | None, extractor: TimedExtractor) -> ExtractResult:
     from dmlqa.extract import catalog_card, extract_bytes, to_document
     from dmlqa.pipeline.coverage import ABSTRACT_ONLY_NOTE
 
@@ -196,8 +198,9 @@ def _extract_resource(item: Fetched, previous: Document | None) -> ExtractResult
     errors: list[str] = []
     for cand in candidates:
         try:
-            extracted = extract_bytes(
-                cand.body, cand.content_type, url=cand.final_url, charset=charset(cand.headers.get("content-type"))
+            extracted = extractor.run(
+                extract_bytes, cand.body, cand.content_type, url=cand.final_url,
+                charset=charset(cand.headers.get("content-type")), where=cand.final_url,
             )
         except ExtractError as exc:
             errors.append(exc.reason)
@@ -214,12 +217,16 @@ def _extract_resource(item: Fetched, previous: Document | None) -> ExtractResult
     return ExtractResult((catalog_card(res),), failed)
 
 
-def extract(items: Sequence[Fetched], store: DocStore, advance: Advance = _nothing) -> ExtractResult:
-    """:func:`extract_one` for every fetched resource, in order, the previous texts read from ``store``."""
+def extract(
+    items: Sequence[Fetched], store: DocStore, advance: Advance = _nothing, *, time_limit_s: float = 0
+) -> ExtractResult:
+    """:func:`extract_one` for every fetched resource, in order, the previous texts read from ``store``;
+    each document's extraction stopped after ``time_limit_s`` seconds (0: no limit)."""
     parts = []
-    for item in items:
-        parts.append(extract_one(item, store.get(item.resource.id)))
-        advance(1)
+    with TimedExtractor(time_limit_s) as extractor:
+        for item in items:
+            parts.append(extract_one(item, store.get(item.resource.id), extractor))
+            advance(1)
     return ExtractResult.combine(parts)
 
 
@@ -233,7 +240,7 @@ def local_documents(settings: Settings, store: DocStore) -> ExtractResult:
     shows at once.
     """
     from dmlqa.catalog.library import library_metadata
-    from dmlqa.catalog.local import file_doc_id, file_sha256, jsonl_documents, scan_local, too_large_reason
+    from dmlqa.catalog.local import file_doc_id, file_sha256, jsonl_documents, safe_id, scan_local, too_large_reason
     from dmlqa.extract import extract_file, to_document
 
     corpus = settings.corpus_dir
@@ -248,44 +255,52 @@ def local_documents(settings: Settings, store: DocStore) -> ExtractResult:
     failed += [Failure(where, "local", f"{reason}; its files are indexed without the library's metadata")
                for where, reason in unreadable]
     seen: dict[str, str] = {}  # doc_id -> the file that gave it, so that two files cannot share one
-    for path in files:
-        rel = path.relative_to(corpus).as_posix()
-        try:
-            size = path.stat().st_size
-            if size > cap:
-                failed.append(Failure(rel, "local", too_large_reason(size, cap)))
+    with TimedExtractor(settings.build.extract_timeout_s) as extractor:
+        for path in files:
+            rel = safe_id(path.relative_to(corpus).as_posix())  # shown in the report: one line
+            try:
+                size = path.stat().st_size
+                if size > cap:
+                    failed.append(Failure(rel, "local", too_large_reason(size, cap)))
+                    continue
+                if path.suffix.lower() == ".jsonl":
+                    for item in jsonl_documents(path, corpus, seen):
+                        if isinstance(item, Failure):
+                            failed.append(item)
+                        else:
+                            docs.append(item)
+                    continue
+                doc_id = file_doc_id(corpus, path)
+                sha = file_sha256(path)
+            except OSError as exc:
+                failed.append(Failure(rel, "local", f"cannot read file: {exc.strerror or exc}"))
                 continue
-            if path.suffix.lower() == ".jsonl":
-                for item in jsonl_documents(path, corpus, seen):
-                    if isinstance(item, Failure):
-                        failed.append(item)
-                    else:
-                        docs.append(item)
+            if doc_id in seen:  # only a name spelling another's escapes (a%0Ab.txt beside "a\nb.txt")
+                failed.append(Failure(rel, "local", f"its doc id {doc_id} is already {seen[doc_id]}'s: rename it"))
                 continue
-            doc_id = file_doc_id(corpus, path)
-            sha = file_sha256(path)
-        except OSError as exc:
-            failed.append(Failure(rel, "local", f"cannot read file: {exc.strerror or exc}"))
-            continue
-        seen[doc_id] = rel
-        entry = attached.get(doc_id.removeprefix("local:"))
-        file_url = path.resolve().as_uri()
-        previous = store.get(doc_id)
-        # a stored text made with a library's metadata is not reused once the library no longer names it
-        if previous is not None and previous.sha256 == sha and (entry is not None or not previous.lists):
-            reused += 1
-            docs.append(_with_library(previous, entry, file_url))
-            continue
-        try:
-            text = extract_file(path, max_bytes=cap)
-        except ExtractError as exc:
-            failed.append(Failure(rel, "extract", exc.reason))
-            if previous is not None:
+            seen[doc_id] = rel
+            entry = attached.get(doc_id.removeprefix("local:"))
+            file_url = path.resolve().as_uri()
+            previous = store.get(doc_id)
+            # a stored text made with a library's metadata is not reused once the library no longer names it
+            if previous is not None and previous.sha256 == sha and (entry is not None or not previous.lists):
+                reused += 1
                 docs.append(_with_library(previous, entry, file_url))
-            continue
-        res = Resource(id=doc_id, url=file_url, title=text.title or path.stem, kind="article")
-        docs.append(_with_library(to_document(res, text, source_url=res.url, sha256=sha), entry, file_url))
-        extracted += 1
+                continue
+            try:
+                text = extractor.run(extract_file, path, max_bytes=cap, where=rel)
+            except Exception as exc:  # noqa: BLE001 - a parser bug on one local file must not stop the build
+                if not isinstance(exc, ExtractError):
+                    log.exception("unexpected extraction error for %s", rel)
+                reason = exc.reason if isinstance(exc, ExtractError) else f"unexpected error: {exc!r}"
+                failed.append(Failure(rel, "extract", reason))
+                if previous is not None:
+                    docs.append(_with_library(previous, entry, file_url))
+                continue
+            title = text.title or safe_id(" ".join(path.stem.split()))  # a name's newline: not in the title
+            res = Resource(id=doc_id, url=file_url, title=title, kind="article")
+            docs.append(_with_library(to_document(res, text, source_url=res.url, sha256=sha), entry, file_url))
+            extracted += 1
     return ExtractResult(tuple(docs), tuple(failed), extracted=extracted, reused_documents=reused)
 
 
@@ -309,7 +324,9 @@ def _with_library(doc: Document, attached: AttachedFile | None, file_url: str) -
     entry = attached.entry
     complete = entry.authors and not any(is_et_al(a) for a in entry.authors)
     urls = entry.identity_urls
-    source = f"https://arxiv.org/pdf/{entry.arxiv_id}" if entry.arxiv_id else (urls[0] if urls else file_url)
+    # the address as the entry wrote it (http stays http): it is the link users are shown
+    addresses = entry.addresses
+    source = f"https://arxiv.org/pdf/{entry.arxiv_id}" if entry.arxiv_id else (addresses[0] if addresses else file_url)
     return replace(
         doc, title=entry.title or doc.title, kind=entry.kind, venue=entry.venue or doc.venue,
         year=entry.year or doc.year, url=urls[0] if urls else file_url, source_url=source,
@@ -330,15 +347,14 @@ def store_documents(store: DocStore, documents: Sequence[Document]) -> list[str]
 
 
 def merge_copies(
-    resources: Sequence[Resource], documents: Sequence[Document], failed: Sequence[Failure], fetched_ok: int
+    resources: Sequence[Resource], documents: Sequence[Document], failed: Sequence[Failure]
 ) -> WorksResult:
     """Merge copies of one work (:mod:`dmlqa.pipeline.works`), then count what the build holds and why.
 
-    ``failed`` (the failures so far) and ``fetched_ok`` (resources that got bytes or a 304) feed the
-    coverage table and the no-network notice. Runs after :func:`store_documents`, so every copy's
-    text stays in the document store and an unchanged copy is not extracted again next time.
+    ``failed`` (the failures so far) feeds the coverage table. Runs after :func:`store_documents`, so
+    every copy's text stays in the document store and an unchanged copy is not extracted again next time.
     """
-    from dmlqa.pipeline.coverage import coverage, network_notice
+    from dmlqa.pipeline.coverage import coverage
 
     merged, duplicates = merge_works(documents)
     merged_into = {d.doc_id: d.of for d in duplicates}
@@ -346,7 +362,6 @@ def merge_copies(
         documents=tuple(merged),
         duplicates=tuple(duplicates),
         coverage=coverage(resources, merged, list(failed), merged_into),
-        notice=network_notice(list(failed), fetched_ok),
     )
 
 
@@ -384,8 +399,8 @@ def chunk(documents: Sequence[Document], chunker: Chunker) -> ChunkResult:
         try:
             chunks.extend(chunker.chunk(d))
         except Exception as exc:  # noqa: BLE001 - one document never stops the build
-            log.exception("chunking failed for %s", d.url)
-            failed.append(Failure(d.url, "chunk", f"unexpected error: {exc!r}"))
+            log.exception("chunking failed for %s", d.link)
+            failed.append(Failure(d.link, "chunk", f"unexpected error: {exc!r}"))
     return ChunkResult(tuple(chunks), tuple(failed))
 
 
@@ -422,9 +437,13 @@ def embed(
     try:
         advance = progress.start(stage, len(texts))
         result = embed_texts(
-            texts, encoder, cache, batch_size=settings.embed.batch_size, progress=advance, source=source
+            texts, encoder, cache, batch_size=settings.embed.batch_size, progress=advance, source=source,
+            flush_seconds=settings.embed.flush_seconds,
         )
         progress.done(stage)
+    except Interrupted as exc:  # embed_texts counted what it kept; the stage's name says of what
+        exc.stage = exc.stage or stage
+        raise
     finally:
         cache.close()
     return result
@@ -480,6 +499,10 @@ def write_index(
         ann_threshold=settings.index.ann_threshold, ivfpq_threshold=settings.index.ivfpq_threshold,
         sentences=found.sentences, sentence_vectors=found.vectors, citations=graph.rows() if graph else (),
     )
-    publish(settings.index_dir, name)
+    try:
+        publish(settings.index_dir, name)
+    except DiskFullError:  # never published, so nobody reads it: its space is the user's again
+        remove_version(settings.index_dir, name)
+        raise
     prune(settings.index_dir, settings.index.keep_versions)
     return name
