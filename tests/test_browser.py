@@ -21,7 +21,7 @@ from test_index_search import make_docs_and_chunks
 
 from dmlqa.index.embed import embed_texts
 from dmlqa.index.versions import dense_text, publish, write_version
-from dmlqa.models import Block, Chunk, Document
+from dmlqa.models import Block, Chunk, CitationLink, Document, Reference
 
 CHROMIUM = Path("/usr/bin/chromium")
 ROOT = Path(__file__).resolve().parents[1]
@@ -45,6 +45,13 @@ FUSION_TEXT = ("Tensor fusion in Horovod batches small allreduce operations into
                "- HOROVOD_CACHE_CAPACITY sets how many allreduce responses are cached between steps.")
 
 
+#: The fixture's citation links (citing → cited), as a build would have resolved its papers' references.
+FIXTURE_CITES = {
+    "arxiv:1811.06965": ["github:horovod/horovod"],
+    "arxiv:1910.02054": ["arxiv:1811.06965", "web:docs.ray.io/abc"],
+}
+
+
 def build_fixture_index(home: Path, encoder) -> None:  # noqa: ANN001
     docs, chunks = make_docs_and_chunks()
     evil = Document(doc_id="web:evil.example/ring", url="https://evil.example/ring", title=EVIL_TITLE,
@@ -62,7 +69,11 @@ def build_fixture_index(home: Path, encoder) -> None:  # noqa: ANN001
     meta = {"model": "bundled:all-MiniLM-L6-v2", "encoder": "onnx-int8", "encoder_key": encoder.key,
             "resources": len(docs), "failed": [{"url": "https://dead.example/paper.pdf", "stage": "fetch",
                                                 "error": "HTTP 404 <b>not found</b>"}]}
-    publish(home / "index", write_version(home / "index", docs, chunks, vecs, meta, ann_threshold=1000))
+    titles = {d.doc_id: d.title for d in docs}
+    rows = [(CitationLink(a, Reference(raw=titles[b], ordinal=i, title=titles[b]), b, how="title"), f"doc:{b}")
+            for a, bs in FIXTURE_CITES.items() for i, b in enumerate(bs, start=1)]
+    publish(home / "index", write_version(home / "index", docs, chunks, vecs, meta, ann_threshold=1000,
+                                          citations=rows))
 
 
 def _free_port() -> int:
@@ -143,13 +154,34 @@ def test_chat_answers_with_citation_links(page: Page) -> None:
     cite = answer.locator("a.dmlqa-cite").first
     expect(cite).to_have_text("[1]")
     href = cite.get_attribute("href") or ""
-    assert href.split("#")[0] == "https://arxiv.org/abs/1910.02054" and "#page=" in href
+    assert href.startswith("/source/arxiv:1910.02054?page=")  # the archived view; the live page beside it
+    original = answer.locator("a.dmlqa-original").first.get_attribute("href") or ""
+    assert original.split("#")[0] == "https://arxiv.org/abs/1910.02054" and "#page=" in original
     expect(answer.locator(".dmlqa-sources")).to_contain_text("ZeRO: Memory Optimizations")
     shot(page, "chat.png")
     ask(page, "What about stage 3?")  # a follow-up leans on the previous question
     second = page.locator("#dmlqa-chat .dmlqa-answer:has(.dmlqa-meta)").nth(1)
     expect(second).to_contain_text("read as a follow-up")
-    expect(second.locator("a.dmlqa-cite[href^='https://arxiv.org/abs/1910.02054']").first).to_be_visible()
+    expect(second.locator("a.dmlqa-cite[href^='/source/arxiv:1910.02054']").first).to_be_visible()
+
+
+def test_a_source_link_opens_the_archived_view_with_the_quote_marked(page: Page) -> None:
+    ask(page, "How does ZeRO partition optimizer states across data-parallel processes?")
+    answer = page.locator("#dmlqa-chat .dmlqa-answer:has(.dmlqa-meta)").last
+    expect(answer).to_contain_text("Answered by extractive")
+    quote = answer.locator(".dmlqa-quote").first.inner_text().strip("“”")
+    with page.context.expect_page() as opened:
+        answer.locator("a.dmlqa-source-title").first.click()
+    view = opened.value
+    view.wait_for_load_state()
+    assert view.url.split("?")[0].endswith("/source/arxiv:1910.02054")
+    mark = view.locator("mark#quote")
+    expect(mark).to_be_visible()
+    words = quote.rstrip("…").split()[:4]  # the shown quote may be shortened; its start is marked
+    expect(mark).to_contain_text(" ".join(words))
+    expect(view.locator("h1")).to_contain_text("ZeRO")
+    assert page.dialogs == []
+    shot(view, "source-view.png")
 
 
 ANSWERS = "#dmlqa-chat .dmlqa-answer:has(.dmlqa-meta)"
@@ -222,12 +254,21 @@ def test_html_in_questions_and_titles_renders_as_text(page: Page) -> None:
     ask(page, "How does butterfly allreduce exchange gradient halves between workers?")
     answer = page.locator("#dmlqa-chat .dmlqa-answer:has(.dmlqa-meta)").last
     expect(answer.locator(".dmlqa-sources")).to_contain_text('<img src=x onerror="window.__xss=1">')
-    expect(answer.locator("a.dmlqa-cite").first).to_have_attribute("href", "https://evil.example/ring")
+    expect(answer.locator("a.dmlqa-original").first).to_have_attribute("href", "https://evil.example/ring")
     page.wait_for_timeout(500)
     shot(page, "xss.png")
     assert page.dialogs == []
     assert page.evaluate("window.__xss") is None
     assert page.locator("#dmlqa-chat img[src='x']").count() == 0
+    # its archived view shows the title as text too, and runs nothing
+    with page.context.expect_page() as opened:
+        answer.locator("a.dmlqa-cite").first.click()
+    view = opened.value
+    expect(view.locator("h1")).to_have_text(EVIL_TITLE)
+    expect(view.locator("mark#quote")).to_contain_text("Butterfly allreduce")
+    view.wait_for_timeout(500)
+    assert view.evaluate("window.__xss") is None and view.locator("img[src='x']").count() == 0
+    assert page.dialogs == []
 
 
 def test_empty_submit_says_so(page: Page) -> None:
@@ -255,10 +296,43 @@ def test_related_papers_and_ask_about_one(page: Page) -> None:
     expect(page.locator("#dmlqa-chat .dmlqa-answer:has(.dmlqa-meta)").last).to_be_visible()
 
 
+def test_related_tab_draws_the_citation_map_and_a_click_recentres_it(page: Page) -> None:
+    target = "arxiv:1811.06965"
+    # read off FIXTURE_CITES: the target, what it cites, what cites it, and what those citing it also cite
+    citers = [a for a, bs in FIXTURE_CITES.items() if target in bs]
+    nodes = {target, *FIXTURE_CITES.get(target, []), *citers, *(b for a in citers for b in FIXTURE_CITES[a])}
+    edges = {(a, b) for a, bs in FIXTURE_CITES.items() for b in bs if a in nodes and b in nodes}
+    page.get_by_role("tab", name="Related papers").click()
+    page.locator("#dmlqa-related-query textarea, #dmlqa-related-query input").first.fill("1811.06965")
+    page.locator("#dmlqa-related-go").click()
+    cmap = page.locator("#citation-map")
+    expect(cmap).to_have_attribute("data-nodes", str(len(nodes)))
+    expect(cmap).to_have_attribute("data-edges", str(len(edges)))
+    expect(cmap.locator(".main-svg").first).to_be_visible()  # drawn by plotly.js, served by the app itself
+    expect(cmap.locator("path.point")).to_have_count(len(nodes))
+    expect(cmap).to_contain_text("GPipe (2019)")
+    shot(page, "citation-map.png")
+    # a click on ZeRO's node re-centres the map on ZeRO (it cites GPipe and the Ray docs; nothing cites it)
+    zero = cmap.locator("path.point").nth(
+        page.evaluate("""() => {
+            const gd = document.getElementById('citation-map');
+            const ids = gd.data.filter((t) => t.customdata).flatMap((t) => t.customdata);
+            return ids.indexOf('arxiv:1910.02054');
+        }"""))
+    zero.click(force=True)
+    expect(cmap).to_have_attribute("data-target", "arxiv:1910.02054")
+    zero_nodes = {"arxiv:1910.02054", *FIXTURE_CITES["arxiv:1910.02054"]}
+    expect(cmap).to_have_attribute("data-nodes", str(len(zero_nodes)))
+    expect(page.locator("#dmlqa-related-results")).to_contain_text("Related to ZeRO")
+
+
 def test_status_tab(page: Page) -> None:
     page.get_by_role("tab", name="Status").click()
     status = page.locator("#dmlqa-status")
     expect(status).to_contain_text("documents with full text")
     status.locator("summary").click()
     expect(status).to_contain_text("HTTP 404 <b>not found</b>")
+    chart = page.locator("#dmlqa-year-chart")
+    expect(chart.locator(".main-svg").first).to_be_visible()
+    expect(chart).to_contain_text("Horovod documentation")  # a list section of the fixture, in the legend
     shot(page, "status.png")

@@ -245,3 +245,36 @@ class Manifest:
         with self._lock:
             return int(self._db.execute("SELECT COUNT(*) FROM fetches").fetchone()[0])
 
+
+def archived_body(db_path: Path, sha256: str) -> bytes | None:
+    """The archived response body whose sha256 is ``sha256`` (the bytes a document was extracted from),
+    read without writing to the manifest; None when no readable WARC record holds those bytes.
+
+    Looked up by content, not URL: a document's text may come from a redirect's target or the PDF
+    behind a landing page, and only its hash says which record it was read from.
+    """
+    import hashlib
+
+    if not Path(db_path).is_file() or not sha256:
+        return None
+    try:
+        db = sqlite3.connect(f"file:{db_path}?mode=ro", uri=True)
+        try:
+            rows = db.execute(f"SELECT {_COLUMNS} FROM fetches WHERE sha256=? AND warc_offset IS NOT NULL",
+                              (sha256,)).fetchall()
+        finally:
+            db.close()
+    except sqlite3.Error:
+        return None
+    for entry in map(_entry, rows):
+        path = Path(entry.warc_path or "")
+        path = path if path.is_absolute() else Path(db_path).parent / path
+        try:
+            body = read_response(path, entry.warc_offset).body
+        except (ArchiveError, OSError, ArchiveLoadFailed, zlib.error, EOFError, StopIteration) as exc:
+            logger.warning("cannot read the archived copy of %s: %s", entry.url, exc)
+            continue
+        if hashlib.sha256(body).hexdigest() == sha256:
+            return body
+    return None
+

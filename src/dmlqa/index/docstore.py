@@ -54,3 +54,19 @@ class DocStore:
 
     def __exit__(self, *exc: object) -> None:
         self.close()
+
+
+def read_document(path: Path, doc_id: str) -> Document | None:
+    """One stored document, read without writing anything: a reader (``dmlqa show``, the app) must
+    not create the store, switch its journal mode or wait on a build's write lock to read a text."""
+    if not path.is_file():
+        return None
+    try:
+        db = sqlite3.connect(f"file:{path}?mode=ro", uri=True)
+        try:
+            row = db.execute("SELECT document FROM documents WHERE doc_id=?", (doc_id,)).fetchone()
+        finally:
+            db.close()
+    except sqlite3.Error:  # not written yet, or being replaced: the caller falls back to the index's chunks
+        return None
+    return Document.from_json(json.loads(row[0])) if row else None

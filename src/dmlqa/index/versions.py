@@ -517,6 +517,12 @@ class IndexVersion:
             raise IndexDamagedError(self.name, f"store.sqlite cannot be read ({_short(exc)})") from None
         return out
 
+    def doc_sha256(self, doc_id: str) -> str | None:
+        """The sha256 of the source bytes ``doc_id``'s text was extracted from, as this version indexed it:
+        what tells the archived bytes (and the stored text) of this version from a later build's."""
+        row = self._db.execute("SELECT sha256 FROM documents WHERE doc_id=?", (doc_id,)).fetchone()
+        return row[0] if row and row[0] else None
+
     def doc_rows(self, doc_id: str) -> list[int]:
         return [r for (r,) in self._db.execute("SELECT row FROM chunks WHERE doc_id=? ORDER BY row", (doc_id,))]
 

@@ -16,6 +16,7 @@ version needs nothing of how it was built. Modules, in the order a question flow
   over the per-version :mod:`~dmlqa.query.docvectors`; :mod:`~dmlqa.query.bibtex` cites them.
 * :mod:`~dmlqa.query.evaluate`: recall, MRR, nDCG and answer scores for ``dmlqa eval`` and benchmarks.
 * :mod:`~dmlqa.query.prewarm`: embeds the quotable sentences of a version built without their vectors.
+* :mod:`~dmlqa.query.show`: the archived text (and PDF page image) behind a citation, the quote located.
 
 Every read serving one request goes through one :class:`~dmlqa.index.versions.IndexVersion`, pinned
 once (:meth:`Searcher.pin`) and passed down: a publish mid-question never mixes two versions.
