@@ -26,10 +26,9 @@ from dmlqa.app import render
 from dmlqa.app.cli import app
 from dmlqa.app.ui_render import link, safe_url
 from dmlqa.catalog.local import parse_record
-from dmlqa.catalog.urls import is_linkable
 from dmlqa.index.embed import embed_texts
 from dmlqa.index.versions import dense_text, publish, write_version
-from dmlqa.models import Block, Chunk, Document, Reference
+from dmlqa.models import Block, Chunk, Document, Reference, is_linkable
 from dmlqa.pipeline.graph import citation_graph
 from dmlqa.query.bibtex import to_bibtex
 from dmlqa.query.relatedness import Related

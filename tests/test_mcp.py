@@ -24,7 +24,7 @@ from mcp.client.stdio import StdioServerParameters
 
 import dmlqa
 
-TOOLS = {"search", "ask", "related", "cites", "cited_by", "status"}
+TOOLS = {"search", "ask", "related", "cites", "cited_by", "show", "status"}
 FUSION = ("# Tensor Fusion\n\nHorovod batches small allreduce operations into one larger buffer. "
           "The fusion buffer is 128 MB by default.\n\n## Timeline\n\nThe Horovod timeline records what each "
           "worker does over time; open it in chrome://tracing to find slow reductions.\n")

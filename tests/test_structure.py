@@ -18,7 +18,7 @@ SRC = Path(__file__).resolve().parents[1] / "src" / "dmlqa"
 #: Stage subpackages in pipeline order; a module may import its own stage and the ones before it.
 #: pipeline/ and query/ both sit on index/ and never import each other; api stands on both; app on api.
 LAYERS = {
-    "models": 0, "errors": 0, "settings": 0, "paths": 0, "media": 0, "version": 0, "fsutil": 0,
+    "models": 0, "errors": 0, "settings": 0, "paths": 0, "media": 0, "version": 0, "fsutil": 0, "textsafe": 0,
     "catalog": 1, "acquire": 2, "extract": 3, "index": 4, "pipeline": 5, "query": 5, "api": 6, "app": 7,
 }
 STAGES = ("catalog", "acquire", "extract", "index", "pipeline", "query", "app")

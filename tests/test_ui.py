@@ -349,7 +349,9 @@ def test_service_answers_with_links_and_filters(service: ChatService) -> None:
 
 def test_huge_paste_and_markup_get_messages(service: ChatService) -> None:
     final = list(service.stream_html("ZeRO partitions optimizer states " * 2000, Filters()))[-1]
-    assert "characters long" in final and "Traceback" not in final
+    assert "66,000 characters; the limit is 20,000" in final and "Traceback" not in final  # refused in one line
+    final = list(service.stream_html("ZeRO partitions optimizer states " * 200, Filters()))[-1]
+    assert "characters long" in final  # within the limit: answered from its start, and the answer says so
     final = list(service.stream_html(EVIL, Filters()))[-1]
     assert "<img" not in final and "The knowledge base has nothing on this" in final
 
@@ -364,7 +366,7 @@ def test_examples_are_answerable(home: Path) -> None:
     assert examples == ["How does ZeRO optimize memory?", "How does GPipe train giant neural networks?",
                         "How does Ray Train work?"]
     for q in examples:
-        answer = service.asker.ask(q)
+        answer = service.kb.ask(q)
         assert not answer.refused and answer.citations
 
 
@@ -402,7 +404,7 @@ def test_llm_answer_streams_and_a_dead_endpoint_falls_back(home: Path) -> None:
     settings = load_settings(home)
     with FakeOpenAI() as server:
         server.queue(Reply(text="ZeRO partitions optimizer states across data-parallel ranks [1]."))
-        llm = LLMBackend(LLMConfig(base_url=server.url, model="fake-model", timeout=2.0))
+        llm = LLMBackend(LLMConfig(base_url=server.url, model="fake-model", timeout=60.0))  # generous: busy machines
         parts = list(ChatService(settings, Asker(Searcher(settings), llm)).stream_html("How does ZeRO save memory?",
                                                                                           Filters()))
     assert len(parts) > 3 and "▍" in parts[1] and "dmlqa-streaming" in parts[1]
@@ -419,7 +421,7 @@ def test_each_question_stays_above_its_answer_while_it_streams(home: Path) -> No
         server.queue(Reply(text="ZeRO partitions optimizer states across data-parallel ranks [1]."),
                      Reply(text="Stage 3 partitions the parameters too [1]:\n- less memory [1]\n- more traffic [1]"))
         service = ChatService(settings, Asker(Searcher(settings), LLMBackend(LLMConfig(base_url=server.url,
-                                                                                     model="fake-model", timeout=5))))
+                                                                                     model="fake-model", timeout=60))))
         state: tuple[list, list] = ([], [])
         snapshots = []
         for q in ("How does ZeRO save memory?", "What about stage 3?"):
@@ -449,7 +451,8 @@ def test_new_index_version_is_picked_up_without_dropping_a_request(tmp_path: Pat
     gate = threading.Event()
     with FakeOpenAI() as server:
         server.queue(Reply(text="Horovod uses ring-allreduce [1].", gate=gate, gate_after=1))
-        llm = LLMBackend(LLMConfig(base_url=server.url, model="fake-model", timeout=10.0))
+        # The gated reply waits for a whole index build below: a generous timeout, not a race with it.
+        llm = LLMBackend(LLMConfig(base_url=server.url, model="fake-model", timeout=300.0))
         service = ChatService(settings, Asker(Searcher(settings), llm))
         assert first in service.status()
         stream = service.stream_html("What does Horovod use?", Filters())
@@ -521,9 +524,10 @@ def test_cached_encoder_remembers_vectors() -> None:
 def test_service_uses_one_caching_asker(service: ChatService) -> None:
     from dmlqa.index.embed import CachedEncoder
 
-    assert service.asker is service.asker
+    asker = service.kb.asker
+    assert service.kb.pinned().asker is asker  # a request's view shares the loaded model and index
     service.answer("What does GPipe split a mini-batch into?", Filters(), use_llm=False)
-    enc = service.asker.searcher.encoder_for(service.asker.searcher.version)
+    enc = asker.searcher.encoder_for(asker.searcher.pin())
     assert isinstance(enc, CachedEncoder) and enc.misses > 0
     hits = enc.hits
     service.answer("What does GPipe split a mini-batch into?", Filters(), use_llm=False)
@@ -533,8 +537,8 @@ def test_service_uses_one_caching_asker(service: ChatService) -> None:
 def test_prewarm_is_skipped_when_the_version_stores_sentence_vectors(home: Path) -> None:
     service = ChatService(load_settings(home))
     assert service.prewarm() == 0 and service.health()["ready"]
-    version = service.asker.searcher.version
-    enc = service.asker.searcher.encoder_for(version)
+    version = service.kb.asker.searcher.pin()
+    enc = service.kb.asker.searcher.encoder_for(version)
     misses = enc.misses
     service.answer("What does GPipe split a mini-batch into?", Filters(), use_llm=False)
     assert enc.misses == misses + 1  # only the question itself was embedded
@@ -542,19 +546,19 @@ def test_prewarm_is_skipped_when_the_version_stores_sentence_vectors(home: Path)
 
 def test_prewarm_makes_answers_hit_the_cache(tmp_path: Path, encoder) -> None:  # noqa: ANN001
     """A version built before sentence vectors were stored: the app embeds them once at start."""
-    from dmlqa.app.ui_service import candidate_sentences
+    from dmlqa.query.prewarm import candidate_sentences
 
     home = tmp_path
     build_index(home, encoder, sentences=False)
     service = ChatService(load_settings(home))
     assert service.health()["ready"] is False
-    version = service.asker.searcher.version
+    version = service.kb.asker.searcher.pin()
     sentences = candidate_sentences(version)
     assert sentences and len(sentences) == len(set(sentences))
     assert service.prewarm() == len(sentences)
     h = service.health()
     assert h["ready"] and h["index_version"] == version.name and h["embedded"] == h["sentences"] == len(sentences)
-    enc = service.asker.searcher.encoder_for(version)
+    enc = service.kb.asker.searcher.encoder_for(version)
     misses = enc.misses
     service.answer("What does GPipe split a mini-batch into?", Filters(), use_llm=False)
     assert enc.misses == misses + 1  # only the question itself was embedded

@@ -15,8 +15,7 @@ import httpx
 import pytest
 from test_index_search import build_index
 
-from dmlqa.app.hosts import HostRule, host_name
-from dmlqa.app.ui_sessions import SessionLimits, expire_sessions
+from dmlqa.app.serving import HostRule, SessionLimits, expire_sessions, host_name
 from dmlqa.errors import SettingsError
 from dmlqa.settings import load_settings
 

@@ -15,31 +15,41 @@ the stages are wired (the ``Asker``, the filters, the build options) is decided 
 Data flows one way: this module imports the stages, front ends import this module, never the reverse.
 
 Heavy parts (the embedding model, the index) load on first use and stay loaded; a newly published
-index version is picked up by the next call, as in the app. Every error a caller can cause is a
-:class:`dmlqa.errors.DmlqaError` with a message that says what and why.
+index version is picked up by the next call, as in the app. Each call reads one index version from
+start to end; :meth:`KnowledgeBase.pinned` gives a view whose calls all read the same one (one per
+request of a server, so an answer and the documents its links come from never straddle a publish).
+Every error a caller can cause is a :class:`dmlqa.errors.DmlqaError` with a message that says what
+and why.
 """
 
 from __future__ import annotations
 
+import copy
 import os
-from collections.abc import Callable, Iterator, Sequence
+import threading
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, ClassVar
 
 from dmlqa.models import Answer, Hit
 from dmlqa.settings import Settings, load_settings, resolve_home
+from dmlqa.textsafe import mend_input
 
 if TYPE_CHECKING:
     from dmlqa.catalog.local import AddReport
+    from dmlqa.catalog.remove import Removal
     from dmlqa.catalog.store import ImportReport
-    from dmlqa.index.versions import IndexVersion
+    from dmlqa.index.versions import DocRecord, IndexVersion
     from dmlqa.models import Resource
     from dmlqa.pipeline.report import BuildOptions, BuildReport, Progress
     from dmlqa.pipeline.schedule import RunOutcome
     from dmlqa.query.answer import AskStream
+    from dmlqa.query.citemap import CitationMap
     from dmlqa.query.graph import CitationsResult, Suggestions
+    from dmlqa.query.prewarm import Prewarm
     from dmlqa.query.related import RelatedResult
     from dmlqa.query.search import Filters
+    from dmlqa.query.show import SourceView
 
 PathLike = str | os.PathLike[str]
 
@@ -78,6 +88,8 @@ class KnowledgeBase:
 
             self.created = tuple(init_home(self.settings))
         self._asker = None
+        self._asker_lock = threading.Lock()
+        self._pin: list[IndexVersion] | None = None  # a view's version (pinned()), once it has read one
 
     @staticmethod
     def locate(home: PathLike | None = None) -> Path:
@@ -124,6 +136,30 @@ class KnowledgeBase:
         return add_files([Path(p) for p in paths], self.settings.corpus_dir, catalog_path=self.settings.catalog_path,
                          max_bytes=self.settings.fetch.max_bytes)
 
+    def remove(self, target: str) -> Removal:
+        """Take a local document or a catalog entry out (``dmlqa remove``); the next build drops it from the index.
+
+        ``target``: a path under corpus/local (or ``local:PATH``, or the file that was added), or a
+        catalog entry or indexed document as :meth:`related` reads it (URL, arXiv id, DOI, id, title);
+        every catalog entry of that work goes. :class:`~dmlqa.errors.UnknownTargetError` (closest
+        matches named) when it names nothing or is unclear (see :mod:`dmlqa.query.removal`).
+        """
+        from dmlqa.catalog.remove import apply_removal
+        from dmlqa.catalog.store import read_catalog
+        from dmlqa.errors import EmptyQueryError, IndexMissingError
+        from dmlqa.query.removal import find_removal
+
+        if not isinstance(target, str) or not target.strip():
+            raise EmptyQueryError("the target is empty: name a local document or a catalog entry to remove")
+        try:
+            version = self._version_()
+        except IndexMissingError:  # not built yet (or damaged): the catalog and corpus/local still answer
+            version = None
+        removal = find_removal(target.strip(), self.settings.corpus_dir, read_catalog(self.settings.catalog_path),
+                               version)
+        apply_removal(self.settings.corpus_dir, self.settings.catalog_path, removal)
+        return removal
+
     # -- building ---------------------------------------------------------------------------------------
 
     def _build_options(self, offline: bool, archives: Sequence[PathLike], refresh_lists: bool) -> BuildOptions:
@@ -137,16 +173,24 @@ class KnowledgeBase:
         return BuildOptions(archives=tuple(Path(a) for a in archives), offline=offline, refresh_lists=refresh_lists)
 
     def build(self, *, offline: bool = False, archives: Sequence[PathLike] = (), refresh_lists: bool = False,
-              progress: Progress | None = None) -> BuildReport:
+              progress: Progress | None = None, handle_signals: bool = False) -> BuildReport:
         """Fetch, extract, chunk, embed and publish a new index version (``dmlqa build``).
 
         ``archives`` are WARC files to replay responses from; ``progress`` receives each long stage's
         progress (``start(stage, total)`` returns the function that advances it; ``done(stage)``).
-        Raises a :class:`~dmlqa.errors.DmlqaError` only when no version could be published at all.
+        Raises a :class:`~dmlqa.errors.DmlqaError` only when no version could be published at all
+        (:class:`~dmlqa.errors.NoNetworkError` when no fetch reached any server).
+        Ctrl-C raises :class:`~dmlqa.errors.Interrupted` (a ``KeyboardInterrupt``) saying how many
+        vectors are kept for the next build, which embeds only the rest; with ``handle_signals`` (in
+        the main thread) SIGTERM does the same, instead of ending the process where it stands.
         """
-        from dmlqa.pipeline.build import run_build
+        from contextlib import nullcontext
 
-        return run_build(self.settings, self._build_options(offline, archives, refresh_lists), progress=progress)
+        from dmlqa.pipeline.build import run_build
+        from dmlqa.pipeline.signals import stop_on_signals
+
+        with stop_on_signals() if handle_signals else nullcontext():
+            return run_build(self.settings, self._build_options(offline, archives, refresh_lists), progress=progress)
 
     def schedule(self, *, every: str | None = None, cron: str | None = None, run_now: bool = False,
                  max_runs: int | None = None, offline: bool = False, archives: Sequence[PathLike] = (),
@@ -161,29 +205,20 @@ class KnowledgeBase:
         included (a build is crash-safe and the history records it stopped). Returns why it stopped
         early ("stopped by SIGTERM"), or None once ``max_runs`` runs are done.
         """
-        import signal
-        import threading
+        from contextlib import nullcontext
 
         from dmlqa.pipeline.schedule import Schedule, SchedulerStopped, run_scheduler
+        from dmlqa.pipeline.signals import stop_on_signals
 
         plan = Schedule.parse(every=every, cron=cron)
         options = self._build_options(offline, archives, refresh_lists)
-
-        def on_signal(signum: int, frame: object) -> None:
-            raise SchedulerStopped(f"stopped by {signal.Signals(signum).name}")
-
-        previous = {}
-        if handle_signals and threading.current_thread() is threading.main_thread():
-            previous = {sig: signal.signal(sig, on_signal) for sig in (signal.SIGTERM, signal.SIGINT)}
         try:
-            if on_start is not None:
-                on_start(plan.spec)
-            run_scheduler(self.settings, plan, options, run_now=run_now, max_runs=max_runs, on_run=on_run)
+            with stop_on_signals(SchedulerStopped) if handle_signals else nullcontext():
+                if on_start is not None:
+                    on_start(plan.spec)
+                run_scheduler(self.settings, plan, options, run_now=run_now, max_runs=max_runs, on_run=on_run)
         except SchedulerStopped as exc:
             return str(exc)
-        finally:
-            for sig, handler in previous.items():
-                signal.signal(sig, handler)
         return None
 
     def status(self) -> dict[str, Any]:
@@ -202,17 +237,69 @@ class KnowledgeBase:
 
         return run_history(self.settings, limit)
 
+    def last_failures(self) -> dict[str, Any]:
+        """Every failure of the last build run (``dmlqa status --failures``): ``{"started_at", "failed":
+        [{"url", "stage", "error"}]}``; ``started_at`` is None and the list empty before any run."""
+        from dmlqa.pipeline.runs import read_failures
+
+        return read_failures(self.settings.index_dir) or {"started_at": None, "failed": []}
+
     # -- asking ---------------------------------------------------------------------------------------
     # Filters, every method below: ``kinds`` (paper, docs, ...), ``since``/``until`` (years; documents of
     # unknown year are left out unless ``include_undated``), ``topics`` (list topics), ``hosts``.
 
     def _asker_(self):  # noqa: ANN202 - dmlqa.query.answer.Asker
-        """The one Asker (searcher, encoder, LLM client) of this knowledge base, made on first use."""
-        if self._asker is None:
-            from dmlqa.query.answer import Asker
+        """The one Asker (searcher, encoder, LLM client) of this knowledge base, made on first use.
 
-            self._asker = Asker.from_settings(self.settings)
-        return self._asker
+        Made under a lock: a server's first requests arrive together, and two Askers would load the
+        model and the index twice.
+        """
+        with self._asker_lock:
+            if self._asker is None:
+                from dmlqa.query.answer import Asker
+
+                self._asker = Asker.from_settings(self.settings)
+            return self._asker
+
+    def _version_(self) -> IndexVersion:
+        """The index version this call reads: a view's (pinned at its first read), else the one published now.
+
+        Every query method takes it once and hands it to each read it makes, so a call never mixes
+        two versions; :class:`~dmlqa.errors.IndexMissingError` before the first build.
+        """
+        searcher = self._asker_().searcher
+        if self._pin is None:
+            return searcher.pin()
+        with self._asker_lock:
+            if not self._pin:
+                self._pin.append(searcher.pin())
+            return self._pin[0]
+
+    def pinned(self) -> KnowledgeBase:
+        """A view of this knowledge base whose every call reads one index version (the one published at
+        its first read), sharing the loaded model and index.
+
+        A server takes one per request: an answer, the documents its links are drawn from and the
+        notes beside it then come from one version even when a build publishes meanwhile, and the
+        next request's view reads the new one. Making a view reads nothing, so it works before the
+        first build too (its calls then raise as this knowledge base's do).
+        """
+        self._asker_()  # the view shares the Asker: made here, not once per view
+        view = copy.copy(self)
+        view._pin = []
+        return view
+
+    def index_version(self) -> str:
+        """The name of the index version this call (or this view) reads; opens it when not open yet."""
+        return self._version_().name
+
+    def documents(self) -> Mapping[str, DocRecord]:
+        """Every document and card of the index version read (doc id → its record: title, URL, year, topics...)."""
+        return self._version_().docs
+
+    def document(self, doc_id: str) -> DocRecord | None:
+        """One document's record in the index version read, or None when that version does not hold it."""
+        return self._version_().docs.get(doc_id)
 
     @property
     def llm_backend(self) -> str | None:
@@ -232,21 +319,29 @@ class KnowledgeBase:
     @staticmethod
     def _mode(mode: str) -> str:
         """``mode`` if it names a retrieval mode; an unknown one would silently retrieve nothing."""
-        from dmlqa.errors import SettingsError
+        from dmlqa.errors import SettingsError, quoted
         from dmlqa.query.search import MODES
 
         if mode not in MODES:
-            raise SettingsError(f"mode must be one of {', '.join(MODES)}, got {mode!r}")
+            raise SettingsError(f"mode must be one of {', '.join(MODES)}, got {quoted(mode)}")
         return mode
 
-    def undated_excluded(self, **filters: Any) -> int:
-        """How many documents of unknown year the year filters leave out (0 without ``since``/``until``).
+    @staticmethod
+    def check_text(text: str, what: str = "question") -> str:
+        """``text`` unless it is empty or white space (:class:`~dmlqa.errors.EmptyQueryError`) or past its length
+        limit (:class:`~dmlqa.errors.TextTooLongError`, see :mod:`dmlqa.query.limits`; both ``ValueError``): a
+        mistake to tell, not an empty result; lone surrogates (valid JSON, not text) come back as U+FFFD.
+        Query methods check first and go on with what it returns; a front end may, before loading."""
+        from dmlqa.query.limits import check_text
 
-        Front ends say so beside the results, with how to keep them (``include_undated``).
-        """
+        return mend_input(check_text(text, what))
+
+    def undated_excluded(self, **filters: Any) -> int:
+        """How many documents of unknown year the year filters leave out (0 without ``since``/``until``), for
+        front ends to say so beside the results, with how to keep them (``include_undated``)."""
         from dmlqa.query.search import undated_excluded
 
-        return undated_excluded(self._asker_().searcher.version, self._filters(**filters))
+        return undated_excluded(self._version_(), self._filters(**filters))
 
     def search(self, query: str, k: int = 10, *, kinds: Sequence[str] = (), since: int | None = None,
                until: int | None = None, topics: Sequence[str] = (), hosts: Sequence[str] = (),
@@ -254,16 +349,15 @@ class KnowledgeBase:
         """Hybrid (or ``mode="dense"``/``"bm25"``) search; ``per_doc`` keeps each document's best passage."""
         from dmlqa.query.search import SearchOptions
 
+        query = self.check_text(query, "query")
         flt = self._filters(kinds, since, until, topics, hosts, include_undated)
         options = SearchOptions(k=k, per_doc=per_doc, mode=self._mode(mode), filters=flt)
-        return self._asker_().searcher.search(query, options)
+        return self._asker_().searcher.search(query, options, version=self._version_())
 
     def search_file(self, queries: PathLike, k: int = 10, *, per_doc: bool = False, mode: str = "hybrid",
                     what: str = "queries", **filters: Any) -> Iterator[tuple[str, list[Hit]]]:
-        """Search every query of a JSON Lines file of ``{"id", "text"}`` (BEIR's ``"_id"`` too): ``(id, hits)``.
-
-        The whole file is read (and a bad one refused, ``what`` naming it) before the first search.
-        """
+        """Search every query of a JSON Lines file of ``{"id", "text"}`` (BEIR's ``"_id"`` too): ``(id, hits)``;
+        the whole file is read (and a bad one refused, ``what`` naming it) before the first search."""
         from dmlqa.query.batch import read_queries
 
         items = read_queries(queries, what)
@@ -273,11 +367,8 @@ class KnowledgeBase:
             kinds: Sequence[str] = (), since: int | None = None, until: int | None = None,
             topics: Sequence[str] = (), hosts: Sequence[str] = (), include_undated: bool = False,
             mode: str = "hybrid") -> Answer:
-        """A short answer citing its sources (the LLM when configured and ``use_llm``, else extractive).
-
-        ``previous`` is the conversation's last answer: a follow-up ("what about stage 3?") is
-        answered about its own new aspect.
-        """
+        """A short answer citing its sources (the LLM when configured and ``use_llm``, else extractive);
+        ``previous``: the last answer, so that a follow-up ("what about stage 3?") is read in its light."""
         return self.ask_stream(question, previous=previous, use_llm=use_llm, kinds=kinds, since=since, until=until,
                                topics=topics, hosts=hosts, include_undated=include_undated, mode=mode).result
 
@@ -292,16 +383,15 @@ class KnowledgeBase:
         """
         from dmlqa.query.answer import AskOptions
 
+        question, previous = self.check_text(question, "question"), mend_input(previous)
         flt = self._filters(kinds, since, until, topics, hosts, include_undated)
         options = AskOptions(filters=flt, use_llm=use_llm, mode=self._mode(mode))
-        return self._asker_().stream(question, options, previous=previous)
+        return self._asker_().stream(question, options, previous=previous, version=self._version_())
 
     def ask_file(self, questions: PathLike, *, use_llm: bool = True, what: str = "questions",
                  **filters: Any) -> Iterator[tuple[str, Answer]]:
-        """Answer every question of a JSON Lines file of ``{"id", "question"}``: ``(id, answer)`` pairs.
-
-        The whole file is read (and a bad one refused, ``what`` naming it) before the first answer.
-        """
+        """Answer every question of a JSON Lines file of ``{"id", "question"}``: ``(id, answer)`` pairs; the
+        whole file is read (and a bad one refused, ``what`` naming it) before the first answer."""
         from dmlqa.query.batch import read_question_file
 
         items = read_question_file(questions, what)
@@ -309,30 +399,30 @@ class KnowledgeBase:
 
     def related(self, target: str | Sequence[str], k: int = 10, *, since: int | None = None,
                 kinds: Sequence[str] = (), include_undated: bool = False) -> RelatedResult:
-        """Documents related to a resource (URL, arXiv id, DOI, doc id, title) or to free text: a ``RelatedResult``.
-
-        Several targets give the documents related to all of them (their combined neighbourhood,
-        through content and citations), the targets themselves excluded.
-        """
+        """Documents related to a resource (URL, arXiv id, DOI, doc id, title) or to free text: a ``RelatedResult``;
+        several targets give their combined neighbourhood (content and citations), the targets excluded."""
         from dmlqa.query.related import related
 
-        return related(self._asker_().searcher, target, k=k, since=since, kinds=tuple(kinds),
-                       include_undated=include_undated)
+        self.check_text(target if isinstance(target, str) else " ".join(t for t in target if isinstance(t, str)),
+                        "query")
+        return related(self._asker_().searcher, mend_input(target), k=k, since=since, kinds=tuple(kinds),
+                       include_undated=include_undated, version=self._version_())
 
     # -- the citation graph ----------------------------------------------------------------------------
 
     def _named(self, target: str) -> tuple[IndexVersion, str, str | None]:
         """The published version, the doc id ``target`` names in it (as ``related`` resolves it) and, when
         it was named by title, which document it was read as."""
-        from dmlqa.errors import NotInIndexError
+        from dmlqa.errors import NotInIndexError, quoted
+        from dmlqa.query.limits import check_length
         from dmlqa.query.related import identify, resolve_target, resolve_title
 
-        version = self._asker_().searcher.version
-        target = target.strip()
+        target = check_length(target, "target").strip()  # before the index loads: one line, not minutes
+        version = self._version_()
         doc_id = resolve_target(version, target)
         if doc_id is None:
             raise NotInIndexError(
-                f"{target!r} names no document of the index: give its URL, arXiv id, DOI, doc id or title "
+                f"{quoted(target)} names no document of the index: give its URL, arXiv id, DOI, doc id or title "
                 "(`dmlqa search` shows doc ids)" if target else "give a document: URL, arXiv id, DOI, doc id or title")
         notice = None
         if identify(target) is None and target != doc_id:
@@ -341,27 +431,44 @@ class KnowledgeBase:
             notice = f"read {target!r} as {version.docs[doc_id].title} ({doc_id}){also}"
         return version, doc_id, notice
 
+    def _on_graph(self, query: Callable[..., Any], target: str, **options: Any) -> Any:
+        """``query(version, doc_id, **options)`` on the document ``target`` names, with how it was read noted."""
+        from dataclasses import replace
+
+        version, doc_id, notice = self._named(target)
+        res = query(version, doc_id, **options)
+        return replace(res, notice="; ".join(n for n in (notice, res.notice) if n) or None)
+
     def cites(self, target: str, k: int | None = None) -> CitationsResult:
         """The documents of the knowledge base ``target`` cites, with the citing sentences, and its references
         that name nothing in it (``dmlqa cites``). :class:`~dmlqa.errors.NotInIndexError` when ``target``
         names no indexed document."""
-        from dataclasses import replace
-
         from dmlqa.query.graph import cites
 
-        version, doc_id, notice = self._named(target)
-        res = cites(version, doc_id, k=k)
-        return replace(res, notice="; ".join(n for n in (notice, res.notice) if n) or None)
+        return self._on_graph(cites, target, k=k)
 
     def cited_by(self, target: str, k: int | None = None) -> CitationsResult:
         """The documents citing ``target``, newest first, each with its citing sentence (``dmlqa cited-by``)."""
-        from dataclasses import replace
-
         from dmlqa.query.graph import cited_by
 
+        return self._on_graph(cited_by, target, k=k)
+
+    def citation_map(self, target: str, k: int = 10) -> CitationMap:
+        """``target``, what it cites, what cites it and the ``k`` papers most co-cited with it, as nodes and
+        citation edges (the Related tab's map; ``dmlqa related --format graphml|dot``)."""
+        from dmlqa.query.citemap import neighbourhood
+
+        return self._on_graph(neighbourhood, target, k=k)
+
+    def show(self, target: str, page: int | None = None, quote: str | None = None, *,
+             image: bool = False) -> SourceView:
+        """The archived text of ``target``'s page ``page`` (PDF) or passage (HTML), ``quote`` located (``dmlqa
+        show``); ``image``: the PDF page as PNG too. Works offline (see :mod:`dmlqa.query.show`)."""
+        from dmlqa.query.show import show
+
+        quote = self.check_text(quote, "quote") if isinstance(quote, str) and quote.strip() else None
         version, doc_id, notice = self._named(target)
-        res = cited_by(version, doc_id, k=k)
-        return replace(res, notice="; ".join(n for n in (notice, res.notice) if n) or None)
+        return show(self.settings, version, doc_id, page=page, quote=quote, image=image, notice=notice)
 
     def suggest(self, k: int = 15, *, add: bool = False) -> Suggestions:
         """Works cited by at least two documents that no list names, most cited first (``dmlqa suggest``).
@@ -369,38 +476,17 @@ class KnowledgeBase:
         ``add`` puts those that can be fetched (an arXiv id, a DOI or a URL) in the catalog under the list
         ``suggested``, so that the next build fetches them; title-only ones are named in ``not_added``.
         """
+        from dmlqa.catalog.suggested import add_suggested
         from dmlqa.query.graph import Suggestions, suggest
 
-        version = self._asker_().searcher.version
+        version = self._version_()
         found = tuple(suggest(version, k=k))
         notice = None if version.has_citations else (
             f"index version {version.name} was built before citations were read; run `dmlqa build`")
         if not add:
             return Suggestions(found, notice=notice)
-        added, not_added = self._add_suggestions(found)
+        added, not_added = add_suggested(self.settings.catalog_path, found, SUGGESTED_LIST)
         return Suggestions(found, added, not_added, SUGGESTED_LIST, notice)
-
-    def _add_suggestions(self, found: Sequence[Any]) -> tuple[tuple[str, ...], tuple[str, ...]]:
-        from dmlqa.catalog.store import merge, read_catalog, write_catalog
-        from dmlqa.catalog.urls import address, canonicalize, guess_kind, resource_id
-        from dmlqa.models import Resource
-
-        entries, not_added = [], []
-        for s in found:
-            try:
-                canon = canonicalize(s.url) if s.url else None
-            except ValueError:
-                canon = None
-            if canon is None:
-                not_added.append(s.title)
-                continue
-            kind = "paper" if s.arxiv_id or s.doi else guess_kind(canon, title=s.title)
-            entries.append(Resource(id=resource_id(canon), url=canon, title=s.title, kind=kind, year=s.year,
-                                    lists=(SUGGESTED_LIST,), aliases=(address(s.url),)))
-        if entries:
-            path = self.settings.catalog_path
-            write_catalog(path, merge(read_catalog(path), entries))
-        return tuple(r.id for r in entries), tuple(not_added)
 
     @staticmethod
     def bibtex(items: Sequence[Any], *, ascii_only: bool = False) -> str:
@@ -419,7 +505,7 @@ class KnowledgeBase:
         from dmlqa.query.batch import evaluate, read_question_file
 
         items = read_question_file(questions, what)
-        return evaluate(self._asker_(), items, llm=llm, mode=self._mode(mode))
+        return evaluate(self._asker_(), items, llm=llm, mode=self._mode(mode), version=self._version_())
 
     def __repr__(self) -> str:
         return f"KnowledgeBase({str(self.home)!r})"
@@ -439,18 +525,49 @@ class KnowledgeBase:
         kb.settings = settings
         kb.created = ()
         kb._asker = asker
+        kb._asker_lock = threading.Lock()
+        kb._pin = None
         return kb
 
     @property
     def asker(self):  # noqa: ANN201 - dmlqa.query.answer.Asker
-        """The one ``Asker`` of this knowledge base (searcher, encoder caches, LLM client), made on first use."""
+        """The one ``Asker`` of this knowledge base (searcher, encoder caches, LLM client), made on first use.
+
+        For scripts and benchmarks that drive the query stage directly; front ends use the methods
+        above, which read one index version per call.
+        """
         return self._asker_()
+
+    def prewarm(self, *, step: int | None = None, on_progress: Callable[[int, int], None] | None = None) -> Prewarm:
+        """Embed the sentences the extractive answer may quote into the vector cache, ahead of questions.
+
+        Only a version built without its sentence vectors needs it (see :mod:`dmlqa.query.prewarm`);
+        ``on_progress(done, total)`` hears of each ``step`` sentences embedded.
+        """
+        from dmlqa.query.prewarm import STEP, prewarm
+
+        return prewarm(self._asker_().searcher, self._version_(), step=step or STEP, on_progress=on_progress)
 
     def published_version(self) -> str | None:
         """The name of the index version now published (None before the first build); opens nothing."""
         from dmlqa.index.versions import current_version
 
         return current_version(self.settings.index_dir)
+
+    def health(self) -> dict[str, Any]:
+        """The published version's ``{"version", "documents", "cards", "chunks", "built_at"}`` from its
+        ``meta.json`` alone (a health check polls it; the index is not opened); ``IndexMissingError``
+        before the first build (``IndexDamagedError`` when that file cannot be read)."""
+        from dmlqa.errors import IndexMissingError
+        from dmlqa.index.versions import read_meta
+        from dmlqa.paths import VERSIONS
+
+        name = self.published_version()
+        if name is None:
+            raise IndexMissingError(f"no index in {self.home} yet: run `dmlqa build` first")
+        meta = read_meta(self.settings.index_dir / VERSIONS / name)
+        return {"version": meta["version"], "documents": meta.get("documents", 0), "cards": meta.get("cards", 0),
+                "chunks": meta.get("chunks", 0), "built_at": meta.get("built_at")}
 
     @staticmethod
     def search_filters(kinds: Sequence[str] | None = None, since: int | None = None, until: int | None = None,
@@ -467,11 +584,3 @@ class KnowledgeBase:
         from dmlqa.query.answer import is_follow_up
 
         return is_follow_up(question)
-
-    @staticmethod
-    def quotable_sentences(text: str) -> list[str]:
-        """The sentences of a passage the extractive answerer may quote (its splitter, its length bounds)."""
-        from dmlqa.extract.sentences import MAX_CHARS, MIN_CHARS
-        from dmlqa.query.answer import sentences_of
-
-        return [s for s in sentences_of(text) if MIN_CHARS <= len(s) <= MAX_CHARS]

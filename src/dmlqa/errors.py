@@ -18,6 +18,7 @@ report, so one bad resource never stops a build::
     ├── ArchiveError                a WARC file given for replay is missing, unreadable or not a WARC
     ├── BuildLockedError            another build (or scheduler) holds the home's lock
     ├── NothingToBuildError         empty catalog and no local documents: nothing to index
+    ├── NoNetworkError              no fetch of a build reached any server (DNS or connect failures only)
     ├── DiskFullError               the disk filled while writing; nothing half-written was published
     ├── EncoderError                the configured embedding model, encoder or reranker cannot be loaded
     │   └── EncoderMismatchError    vectors of two different encoders would be mixed
@@ -27,24 +28,35 @@ report, so one bad resource never stops a build::
     ├── IndexMissingError           no published index version: run ``dmlqa build``
     │   └── IndexDamagedError       a published version exists but one of its files cannot be read
     ├── NotInIndexError             a paper named by URL, id or title is not in the published index
+    ├── EmptyQueryError             a question or search query is empty (or only white space)
+    ├── TextTooLongError            a question, query or target is longer than its limit (dmlqa.query.limits)
+    ├── UnknownTargetError          ``remove`` names no local document or catalog entry
     └── LLMError                    the LLM endpoint could not produce an answer
 
+Outside the tree, like ``KeyboardInterrupt`` (a stop asked for, not a failure): :class:`Interrupted`,
+a build stopped by Ctrl-C or SIGTERM; it says how much of the embedding work is kept.
+
 :func:`is_disk_full` tells a full disk apart from other ``OSError``/SQLite/FAISS errors, which
-are bugs or environment problems and keep their traceback.
+are bugs or environment problems and keep their traceback. :func:`quoted` is how a message quotes
+what a user gave: in full when short, else its start and its length.
 """
 
 from __future__ import annotations
 
 __all__ = [
-    "ArchiveError", "BuildLockedError", "CatalogError", "DiskFullError", "DmlqaError", "EncoderError",
-    "EncoderMismatchError", "ExecutorError", "ExtractError", "FetchError", "HomeError", "IndexDamagedError",
-    "IndexMissingError", "InputFileError", "LLMError", "LibraryError", "NotInIndexError", "NothingToBuildError",
-    "RayUnavailableError", "ScheduleError", "SettingsError", "StageError", "is_disk_full",
+    "ArchiveError", "BuildLockedError", "CatalogError", "DiskFullError", "DmlqaError", "EmptyQueryError",
+    "EncoderError", "EncoderMismatchError", "ExecutorError", "ExtractError", "FetchError", "HomeError",
+    "IndexDamagedError", "IndexMissingError", "InputFileError", "Interrupted", "LLMError", "LibraryError",
+    "NoNetworkError", "NotInIndexError", "NothingToBuildError", "RayUnavailableError", "ScheduleError", "SettingsError",
+    "StageError", "TextTooLongError", "UnknownTargetError", "as_disk_full", "is_disk_full", "quoted",
 ]
 
 
 class DmlqaError(Exception):
     """Base class of every error dmlqa raises on purpose; the message says what failed and why."""
+
+    #: The command's exit status for this error: 1 unless a script must tell it apart (see subclasses).
+    exit_code = 1
 
 
 class StageError(DmlqaError):
@@ -110,6 +122,16 @@ class NothingToBuildError(DmlqaError):
     """The catalog is empty and corpus/local has no documents (or none gave any text)."""
 
 
+class NoNetworkError(DmlqaError):
+    """A build in which nothing was fetched and every fetch failed to resolve or connect: no network.
+
+    Nothing is published (a version of catalog cards would hide the outage), and the command exits
+    with status 3, so a scheduler or cron job sees the failure and can tell it from other ones.
+    """
+
+    exit_code = 3
+
+
 class DiskFullError(DmlqaError):
     """The disk filled up while writing; nothing half-written was published."""
 
@@ -162,6 +184,22 @@ class IndexDamagedError(IndexMissingError):
         self.what = what
 
 
+class EmptyQueryError(DmlqaError, ValueError):
+    """A question or search query is empty or only white space: there is nothing to look for.
+
+    A ``ValueError`` too, as a script calling ``kb.ask("")`` would expect of a bad argument.
+    """
+
+
+class TextTooLongError(DmlqaError, ValueError):
+    """A question, query or target is longer than :mod:`dmlqa.query.limits` allows; the message gives both
+    lengths. Refused at once: a text of a megabyte would cost minutes of matching, not a better answer."""
+
+
+class UnknownTargetError(DmlqaError, ValueError):
+    """``remove`` names nothing it can take out; the message lists the closest names there are."""
+
+
 class LLMError(DmlqaError):
     """The LLM endpoint could not produce an answer; ``reason`` says why in words a user can act on."""
 
@@ -171,17 +209,57 @@ class LLMError(DmlqaError):
         self.status = status  # the HTTP status, when the endpoint answered with an error
 
 
+class Interrupted(KeyboardInterrupt):  # noqa: N818 - a stop asked for, named like KeyboardInterrupt
+    """Ctrl-C (SIGINT) or SIGTERM stopped a build; ``signal_name`` says which.
+
+    A ``KeyboardInterrupt``, so code that stops on Ctrl-C stops on it too, and no ``except
+    Exception`` on the way (a per-resource safety net) swallows it. The embed step fills in
+    ``stage``, ``kept`` and ``total`` on its way out: vectors are flushed to the embedding cache as
+    they are made, so the next build embeds only the ``total - kept`` texts still missing.
+    """
+
+    def __init__(self, signal_name: str = "SIGINT") -> None:
+        super().__init__(signal_name)
+        self.signal_name = signal_name
+        self.stage: str | None = None  # "embed" (passages) or "sentences", when it struck while embedding
+        self.kept: int | None = None  # texts of that stage whose vectors are in the cache
+        self.total: int | None = None  # texts of that stage
+
+    @property
+    def exit_code(self) -> int:
+        """128 + the signal's number, as a shell reports a process that signal ended (130 for Ctrl-C)."""
+        import signal
+
+        try:
+            return 128 + signal.Signals[self.signal_name].value
+        except KeyError:
+            return 128 + signal.SIGINT.value
+
+    def __str__(self) -> str:
+        said = f"stopped by {self.signal_name}"
+        if self.stage is None or self.kept is None or self.total is None:
+            return said
+        what = "sentences" if self.stage == "sentences" else "passages"
+        return f"{said} while embedding: {self.kept:,} of {self.total:,} {what} embedded are kept"
+
+
 def is_disk_full(exc: BaseException, where: object = None) -> bool:
     """Whether ``exc`` (from Python, SQLite or FAISS) means the disk or the quota is full.
 
     SQLite reports some writes on a full disk only as "disk I/O error": with ``where`` (a path on
     the disk written to) such an error counts as a full disk when less than 1 MiB is free there.
+    NumPy's ``save`` (``sentences.npy``, the BM25 arrays) reports a short write as an ``OSError``
+    without errno ("115200 requested and 106464 written"): a regular file is written short only
+    when the disk or the quota is full.
     """
     import errno
+    import re
     import shutil
     import sqlite3
 
-    if isinstance(exc, OSError) and exc.errno in (errno.ENOSPC, errno.EDQUOT):
+    if isinstance(exc, DiskFullError) or isinstance(exc, OSError) and exc.errno in (errno.ENOSPC, errno.EDQUOT):
+        return True
+    if isinstance(exc, OSError) and exc.errno is None and re.fullmatch(r"\d+ requested and \d+ written", str(exc)):
         return True
     if isinstance(exc, sqlite3.Error) and "disk is full" in str(exc):
         return True
@@ -191,3 +269,33 @@ def is_disk_full(exc: BaseException, where: object = None) -> bool:
         except OSError:
             return False
     return isinstance(exc, RuntimeError) and "No space left on device" in str(exc)
+
+
+#: How many characters of a user's input an error message quotes (:func:`quoted`).
+QUOTED_CHARS = 80
+
+
+def as_disk_full(exc: BaseException, where: object) -> BaseException:
+    """``exc`` as the one-line :class:`DiskFullError` when it means a full disk (``where``: a path on the
+    disk written to, named when the error names no file), else ``exc`` itself.
+
+    For the writes that do not say what they were writing themselves: the build (and so the run
+    history and the scheduler) and the CLI turn them into the same line.
+    """
+    if isinstance(exc, DiskFullError) or not is_disk_full(exc, where):
+        return exc
+    what = getattr(exc, "filename", None) or f"to {where}"
+    return DiskFullError(f"disk full while writing {what}: free space and run again")
+
+
+def quoted(value: object, limit: int = QUOTED_CHARS) -> str:
+    """``value`` as an error message quotes it: its ``repr`` when short, else the ``repr`` of its first
+    ``limit`` characters and its length (``'GPipe GPipe …'… (100,000 characters)``).
+
+    A message goes to a terminal, a log or an assistant's context: echoing a megabyte back fills them
+    and says nothing more. ``repr`` also shows control characters and lone surrogates as escapes.
+    """
+    text = value if isinstance(value, str) else str(value)
+    if len(text) <= limit:
+        return repr(text)
+    return f"{text[:limit]!r}… ({len(text):,} characters)"

@@ -11,6 +11,8 @@ from __future__ import annotations
 import re
 from dataclasses import asdict, dataclass, field
 from typing import Any
+from urllib.parse import quote as pct
+from urllib.parse import urlencode, urlsplit
 
 #: The resource kinds a catalog entry may have.
 KINDS = ("paper", "repo", "docs", "article", "video", "slides")
@@ -122,6 +124,41 @@ def shown_url(url: str, source_url: str) -> str:
     its file).
     """
     return source_url if source_url and _HAS_SCHEME.match(source_url) else url
+
+
+def view_path(doc_id: str, page: int | None = None, quote: str | None = None) -> str:
+    """The app-relative address of a document's archived view, ``/source/<doc_id>?page=N&q=QUOTE``.
+
+    The one copy of this rule, behind ``ask --json``'s ``view``, the chat app's source links and the
+    MCP server's: the doc id is percent-encoded as one path segment (``arxiv:1811.06965``, ``local:a%2Fb.pdf``:
+    no ``..`` a browser could fold away),
+    the quote as a query value, so no document's text can change where the link points.
+    """
+    query = urlencode([(k, v) for k, v in (("page", page), ("q", quote)) if v not in (None, "")])
+    return f"/source/{pct(doc_id, safe=':')}" + (f"?{query}" if query else "")
+
+
+def is_linkable(url: str | None) -> bool:
+    """True when ``url`` may be shown as a link: an absolute http(s) URL with a host, nothing to hide.
+
+    The one copy of this rule, for every place a URL becomes something a reader can follow: the chat
+    app's ``<a href>``, BibTeX ``url`` fields, a JSON Lines record's ``url``. ``javascript:``,
+    ``data:``, ``file:`` and ``vbscript:`` run code or open the reader's own files; control
+    characters can break out of a line or a field (and ``java\tscript:`` reads as ``javascript:``
+    to a browser), whitespace has no place in a host. A space in a path is left to the writer to
+    encode (the HTML attribute is escaped, BibTeX percent-encodes it). The caller strips the ends.
+    """
+    if not url or not isinstance(url, str):
+        return False
+    url = url.strip()
+    if any(ord(ch) < 0x20 or 0x7F <= ord(ch) <= 0x9F for ch in url):
+        return False
+    try:
+        parts = urlsplit(url)
+        host = parts.hostname
+    except ValueError:  # a bad port or an unbalanced IPv6 bracket
+        return False
+    return parts.scheme.lower() in ("http", "https") and bool(host) and not any(ch.isspace() for ch in parts.netloc)
 
 
 @dataclass(frozen=True)
@@ -301,7 +338,8 @@ class Citation:
     year: int | None = None
 
     def to_json(self) -> dict[str, Any]:
-        return {"n": self.n, "url": self.url, "title": self.title, "page": self.page, "quote": self.quote}
+        return {"n": self.n, "url": self.url, "title": self.title, "page": self.page, "quote": self.quote,
+                "view": view_path(self.doc_id, self.page, self.quote)}
 
 
 @dataclass(frozen=True)

@@ -7,7 +7,7 @@ or write the environment themselves, so a library caller can run two homes side 
 process.
 
 Sections and their TOML tables: ``[fetch]``, ``[embed]``, ``[index]``, ``[build]``, ``[ray]``,
-``[answer]``, ``[llm]``, ``[ui]``. The flat keys of earlier releases (``model``, ``chunk_tokens``,
+``[answer]``, ``[llm]``, ``[ui]``, ``[mcp]``. The flat keys of earlier releases (``model``, ``chunk_tokens``,
 ``llm_base_url``, ``ui_password``, ...) are still read, in the file, as ``DMLQA_<KEY>`` variables
 and as overrides; :data:`FLAT` maps each to its section. Every value is validated on load and an
 error names the setting as the user spelled it, its source, what is allowed and what was given.
@@ -15,8 +15,10 @@ error names the setting as the user spelled it, its source, what is allowed and 
 
 from __future__ import annotations
 
+import ipaddress
 import math
 import os
+import re
 import tomllib
 from collections.abc import Mapping
 from dataclasses import dataclass, field, fields, replace
@@ -29,7 +31,7 @@ from dmlqa.version import __version__
 
 __all__ = [
     "BUNDLED_MODEL", "ENCODERS", "EXECUTORS", "FLAT", "PRECISIONS", "SETTINGS_FILE", "AnswerConfig", "BuildConfig",
-    "EmbedConfig", "FetchConfig", "IndexConfig", "LLMSettings", "RayConfig", "Settings", "UIConfig",
+    "EmbedConfig", "FetchConfig", "IndexConfig", "LLMSettings", "MCPConfig", "RayConfig", "Settings", "UIConfig",
     "load_settings", "resolve_home", "validate_settings",
 ]
 
@@ -81,6 +83,9 @@ class EmbedConfig:
     #: Where ONNX exports of embedding models are cached. They are derived from the model alone, so
     #: homes share them; empty means $XDG_CACHE_HOME/dmlqa/encoders (~/.cache/dmlqa/encoders).
     encoder_cache: str = ""
+    #: Seconds between two writes of new vectors to the embedding cache at most: what a build killed
+    #: with ``kill -9`` may lose (Ctrl-C and SIGTERM lose nothing). A write is one small transaction.
+    flush_seconds: float = 2.0
 
 
 @dataclass(frozen=True)
@@ -106,6 +111,9 @@ class BuildConfig:
 
     #: "local" (this process) or "ray" (fetch, extract, chunk and embed on Ray; needs dmlqa[ray]).
     executor: str = "local"
+    #: Seconds one document's extraction may take (in a child process, killed past it); the document is
+    #: then a failed resource. 0: no limit, extraction in the build's own process.
+    extract_timeout_s: float = 60.0
 
 
 @dataclass(frozen=True)
@@ -144,11 +152,28 @@ class UIConfig:
 
     #: Password of the chat app (user "dmlqa"); unset means no login (the app binds to loopback).
     password: str | None = None
+    #: Host names the app answers besides localhost, loopback addresses and its ``--host`` (any other
+    #: ``Host`` header gets 421: a web page that re-points its own name at this machine reads nothing).
+    allowed_hosts: tuple[str, ...] = ()
+    #: Browser and API sessions whose state (Gradio's per-session copy of the page, the chat's context) is
+    #: kept at most; the least recently used beyond it is dropped. Every ``/ask`` API call is a session.
+    max_sessions: int = 1000
+    #: Seconds a session's state is kept after its last request.
+    session_max_age_s: float = 3600.0
+
+
+@dataclass(frozen=True)
+class MCPConfig:
+    """The MCP server (``dmlqa mcp``)."""
+
+    #: Seconds one tool call may take before the client gets a tool error instead (the other calls are
+    #: served meanwhile; the work itself finishes in the background).
+    call_timeout_s: float = 60.0
 
 
 _SECTIONS: dict[str, type] = {
     "fetch": FetchConfig, "embed": EmbedConfig, "index": IndexConfig, "build": BuildConfig, "ray": RayConfig,
-    "answer": AnswerConfig, "llm": LLMSettings, "ui": UIConfig,
+    "answer": AnswerConfig, "llm": LLMSettings, "ui": UIConfig, "mcp": MCPConfig,
 }
 
 
@@ -163,6 +188,7 @@ class Settings:
     answer: AnswerConfig = field(default_factory=AnswerConfig)
     llm: LLMSettings = field(default_factory=LLMSettings)
     ui: UIConfig = field(default_factory=UIConfig)
+    mcp: MCPConfig = field(default_factory=MCPConfig)
 
     # -- paths (named in dmlqa.paths) -------------------------------------------
     @property
@@ -256,6 +282,7 @@ def _apply(settings: Settings, values: Mapping[str, Any]) -> Settings:
 #: Allowed ranges of numeric settings: (lowest, highest or None, lowest excluded?).
 _RANGES: dict[str, tuple[float, float | None, bool]] = {
     "embed.batch_size": (1, 4096, False),
+    "embed.flush_seconds": (0, None, True),
     "index.chunk_tokens": (16, 8192, False),
     "index.chunk_overlap": (0, None, False),  # and at most half of chunk_tokens (checked below)
     "index.ann_threshold": (1, None, False),
@@ -272,6 +299,10 @@ _RANGES: dict[str, tuple[float, float | None, bool]] = {
     "fetch.max_retry_after": (0, None, False),
     "fetch.max_bytes": (1, None, False),
     "fetch.max_redirects": (0, 100, False),
+    "build.extract_timeout_s": (0, None, False),
+    "ui.max_sessions": (1, 10_000_000, False),
+    "ui.session_max_age_s": (0, None, True),
+    "mcp.call_timeout_s": (0, None, True),
 }
 _CHOICES: dict[str, tuple[str, ...]] = {
     "embed.encoder": ENCODERS, "embed.precision": PRECISIONS, "build.executor": EXECUTORS,
@@ -319,6 +350,11 @@ def _coerce(value: Any, like: Any, name: str, source: str, shown: str) -> Any:
             except ValueError:
                 pass
         raise _bad(name, source, _expected_number(name, False), value, shown)
+    if isinstance(like, tuple):  # a TOML array, or a comma-separated environment variable
+        items = value.replace(",", " ").split() if isinstance(value, str) else value
+        if not isinstance(items, list | tuple) or not all(isinstance(x, str) for x in items):
+            raise _bad(name, source, "a list of strings", value, shown)
+        return tuple(x.strip() for x in items if x.strip())
     if value in ("", None):
         return None if like is None else ""
     if not isinstance(value, str):
@@ -376,6 +412,24 @@ def validate_settings(
             if not Path(value).expanduser().exists():
                 raise _bad(name, source_of(name), "a model name or an existing local folder (no such path)", value,
                            spelled.get(name))
+    hosts = "ui.allowed_hosts"
+    if wanted(hosts):
+        for value in settings.ui.allowed_hosts:
+            if not (_HOST_NAME.fullmatch(value) or _is_address(value.removeprefix("[").removesuffix("]"))):
+                raise _bad(hosts, source_of(hosts), "host names or IP addresses without scheme or port", value,
+                           spelled.get(hosts))
+
+
+#: A host name as ``[ui] allowed_hosts`` takes them (IP addresses are checked as such).
+_HOST_NAME = re.compile(r"[A-Za-z0-9_]([A-Za-z0-9_.-]*[A-Za-z0-9_.])?")
+
+
+def _is_address(value: str) -> bool:
+    try:
+        ipaddress.ip_address(value)
+    except ValueError:
+        return False
+    return True
 
 
 def resolve_home(home: str | os.PathLike[str] | None, env: Mapping[str, str] | None = None) -> Path:

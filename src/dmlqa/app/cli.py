@@ -21,26 +21,26 @@ from typer.core import TyperGroup
 
 from dmlqa.api import KnowledgeBase
 from dmlqa.app import render, servers
-from dmlqa.errors import DmlqaError, IndexDamagedError, is_disk_full
+from dmlqa.errors import DmlqaError, IndexDamagedError, as_disk_full, quoted
 
 
 class _OneLineErrors(TyperGroup):
     """The one place where errors a command lets through become one line on stderr, never a traceback.
 
-    Every :class:`DmlqaError` (and a full disk, wherever it strikes) exits 1 with ``error: ...``.
+    Every :class:`DmlqaError` (and a full disk, wherever it strikes) exits with ``error: ...``, status 1
+    unless the error names another (:attr:`DmlqaError.exit_code`: 3 for a build that had no network).
     """
 
     def invoke(self, ctx: Any) -> Any:
         try:
             return super().invoke(ctx)
         except DmlqaError as exc:
-            render.fail(str(exc))
+            render.fail(str(exc), exc.exit_code)
         except (OSError, RuntimeError, sqlite3.Error) as exc:
-            home = _State.resolved or KnowledgeBase.locate(_State.home)
-            if not is_disk_full(exc, home):
+            full = as_disk_full(exc, _State.resolved or KnowledgeBase.locate(_State.home))
+            if full is exc:
                 raise
-            where = getattr(exc, "filename", None) or f"to {home}"
-            render.fail(f"disk full while writing {where}: free space and run again")
+            render.fail(str(full), 1)
 
 
 app = typer.Typer(
@@ -119,7 +119,7 @@ def _text_arg(value: str | None, what: str) -> str | None:
 
 def _check_mode(mode: str) -> None:
     if mode not in MODES:
-        render.fail(f"--mode must be hybrid, dense or bm25 (got {mode!r})")
+        render.fail(f"--mode must be hybrid, dense or bm25 (got {quoted(mode)})")
 
 
 def _filters(kind: list[str] | None, since: int | None, until: int | None, topic: list[str] | None,
@@ -151,7 +151,8 @@ def main_callback(
 def init(home: HomeOption = None) -> None:
     """Create an empty knowledge-base home (corpus/, index/, dmlqa.toml)."""
     kb = _open(home, create=True)
-    render.out.print(f"Home ready at {kb.home}" + (f" (created {', '.join(kb.created)})" if kb.created else ""))
+    created = f" (created {', '.join(kb.created)})" if kb.created else ""
+    render.out.print(render.plain(f"Home ready at {kb.home}{created}"))
 
 
 @catalog_app.command("import")
@@ -168,7 +169,8 @@ def catalog_import(
 @app.command()
 def add(
     paths: Annotated[list[Path], typer.Argument(
-        help="Files or folders: PDF, HTML, markdown, text, JSONL; or a BibTeX / CSL-JSON library (.bib, .json).")],
+        help="Files or folders: PDF, HTML, markdown, text, JSONL; or a BibTeX / CSL-JSON library (.bib, .json).",
+        readable=False)],  # click's check would end the command in a box; add names each unreadable path
     home: HomeOption = None,
 ) -> None:
     """Register your own documents; the next `dmlqa build` indexes them.
@@ -182,6 +184,19 @@ def add(
     render.add_report(rep, kb.settings.paths.local_dir)
     if not (rep.added or rep.cataloged) or rep.failed:
         raise typer.Exit(1)
+
+
+@app.command()
+def remove(
+    target: Annotated[str, typer.Argument(
+        help="A local document (its path under corpus/local, or local:PATH) or a catalog entry: URL, arXiv id, "
+             "DOI, id or title.")],
+    as_json: Annotated[bool, typer.Option("--json", help="Print what was removed as JSON.")] = False,
+    home: HomeOption = None,
+) -> None:
+    """Take a local document or a catalog entry out; the next `dmlqa build` drops it from the index."""
+    kb = _open(home)
+    render.removal(kb.remove(_text_arg(target, "target") or ""), as_json=as_json)
 
 
 # -- build / schedule ------------------------------------------------------------------------------------
@@ -212,8 +227,13 @@ def build(
     """Download every catalog resource, extract, chunk, embed and publish a new index version."""
     kb = _open(home, allow_private_hosts=allow_private_hosts, model=model, encoder=encoder, executor=executor,
                ray_address=ray_address, open_access=False if no_open_access else None)
-    with render.BuildProgress() as progress:
-        report = kb.build(offline=offline, archives=archive or (), refresh_lists=refresh_lists, progress=progress)
+    try:
+        with render.BuildProgress() as progress:
+            report = kb.build(offline=offline, archives=archive or (), refresh_lists=refresh_lists, progress=progress,
+                              handle_signals=True)
+    except KeyboardInterrupt as exc:  # Ctrl-C or SIGTERM (dmlqa.errors.Interrupted): the work so far is kept
+        render.say(f"interrupted: {exc or 'stopped by Ctrl-C'}; run `dmlqa build` again to continue")
+        raise typer.Exit(getattr(exc, "exit_code", 130)) from None
     if as_json:
         render.print_json(report.to_json())
     else:
@@ -273,14 +293,24 @@ def status(
     show_coverage: Annotated[
         bool, typer.Option("--coverage", help="Per list and per host: full text, abstract only, cards, and why.")
     ] = False,
+    failures: Annotated[
+        bool, typer.Option("--failures", help="Every failure of the last build run, with its reason.")
+    ] = False,
 ) -> None:
     """What the published index holds, the last build runs, and when the next scheduled run is."""
     kb = _open(home)
+    if failures:
+        render.failures(kb.last_failures(), as_json=as_json)
+        return
     try:
         st = kb.status()
     except DmlqaError as exc:
-        if not as_json and not isinstance(exc, IndexDamagedError):  # no version yet: the failed runs say why
-            render.runs(kb.run_history())
+        if not isinstance(exc, IndexDamagedError):  # no version yet: the failed runs say why
+            history = kb.run_history()
+            if as_json:  # a watcher still reads "ok" and the failures; the exit status says there is no index
+                render.print_json({"index_version": None, "error": str(exc), **history})
+            else:
+                render.runs(history)
         raise  # to the one handler: one error line
     if as_json:
         render.print_json(st)
@@ -316,7 +346,9 @@ def search(
     if query is None and queries is None:
         render.fail("give a QUERY or --queries FILE.jsonl")
     query = _text_arg(query, "query")
-    kb = _open(home)
+    if query is not None:
+        KnowledgeBase.check_text(query, "query")  # before the index loads: an empty query is a mistake
+    kb = _open(home).pinned()  # the note and the results from one index version
     filters = _filters(kind, since, until, topic, host, include_undated)
     render.note_undated(kb.undated_excluded(**filters), since, until)
     if queries is not None:
@@ -350,7 +382,9 @@ def ask(
     if question is None and questions is None:
         render.fail("give a QUESTION or --questions FILE.jsonl")
     question = _text_arg(question, "question")
-    kb = _open(home)
+    if question is not None:
+        KnowledgeBase.check_text(question, "question")  # before the index loads
+    kb = _open(home).pinned()  # the note and the results from one index version
     filters = _filters(kind, since, until, topic, host, include_undated)
     render.note_undated(kb.undated_excluded(**filters), since, until)
     if questions is not None:
@@ -411,15 +445,26 @@ def related(
     since: Annotated[int | None, typer.Option(help="Only documents from this year on.")] = None,
     include_undated: IncludeUndatedOption = False,
     kind: KindOption = None,
-    fmt: Annotated[str, typer.Option("--format", help="table, json or bibtex.")] = "table",
+    fmt: Annotated[str, typer.Option("--format", help="table, json, bibtex, or the paper's citation map (itself, "
+                                     "what it cites, what cites it, the -k most co-cited): graphml or dot.")] = "table",
     as_json: Annotated[bool, typer.Option("--json", help="Same as --format json.")] = False,
     home: HomeOption = None,
 ) -> None:
     """Documents related to a paper (or several), URL, arXiv id, DOI or free text, through content and citations."""
-    if fmt not in ("table", "json", "bibtex"):
-        render.fail(f"--format must be table, json or bibtex (got {fmt!r})")
+    if fmt not in ("table", "json", "bibtex", "graphml", "dot"):
+        render.fail(f"--format must be table, json, bibtex, graphml or dot (got {quoted(fmt)})")
     queries = [_text_arg(q, "query") or "" for q in query]
+    KnowledgeBase.check_text(" ".join(queries), "query")
     kb = _open(home)
+    if fmt in ("graphml", "dot"):  # the citation neighbourhood of one paper: filters do not apply to it
+        if since is not None or kind or include_undated or as_json:
+            render.fail(f"--format {fmt} exports one paper's citation map: drop --since, --kind, --include-undated "
+                        "and --json")
+        cmap = kb.citation_map(" ".join(queries), k=k)
+        if cmap.notice:
+            render.note(cmap.notice)
+        render.text(cmap.to_graphml() if fmt == "graphml" else cmap.to_dot())
+        return
     res = kb.related(queries[0] if len(queries) == 1 else queries, k, since=since, kinds=kind or (),
                      include_undated=include_undated)
     if res.notice:
@@ -470,6 +515,26 @@ def _show_citations(res: Any, what: str, as_json: bool) -> None:
         render.print_json(res.to_json())
     else:
         render.citations(res, what)
+
+
+@app.command()
+def show(
+    target: TargetArgument,
+    page: Annotated[int | None, typer.Option("--page", help="This page of a PDF (default: the quote's page).",
+                                             min=1)] = None,
+    quote: Annotated[str | None, typer.Option("--quote", help="Text to locate and highlight.")] = None,
+    as_json: Annotated[bool, typer.Option("--json", help="Print JSON.")] = False,
+    home: HomeOption = None,
+) -> None:
+    """The archived text of a source: a PDF page, or an HTML passage, with a quote located. Works offline."""
+    kb = _open(home)
+    view = kb.show(_text_arg(target, "target") or "", page, _text_arg(quote, "quote"))
+    if view.notice:
+        render.note(view.notice)  # stderr: keeps the JSON valid
+    if as_json:
+        render.print_json(view.to_json())
+    else:
+        render.source_view(view, quote)
 
 
 @app.command()

@@ -364,6 +364,20 @@ def citations(res: Any, what: str) -> None:
         out.print(table)
 
 
+def source_view(view: Any, quote: str | None) -> None:
+    """``dmlqa show``: title, page and link, then the archived text with the quote in reverse video (the
+    text is the document's: printed through :func:`plain`, never read as markup)."""
+    where = f", page {view.page} of {view.pages}" if view.page and view.pages else ""
+    out.print(Text.assemble(plain(view.title, "bold"), plain(f" ({view.doc_id}{where})")), highlight=False)
+    out.print(plain(view.url, "blue"), highlight=False)
+    body = plain(view.text)
+    if view.quote_span:
+        body.stylize("reverse", *view.quote_span)
+    out.print(body, highlight=False)
+    if quote and not view.quote_found:
+        note("the quote was not found in this text")
+
+
 def suggestions(res: Any) -> None:
     """``dmlqa suggest``: works several documents cite that no list names; with ``--add``, what was added."""
     if not res.items:

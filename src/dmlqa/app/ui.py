@@ -17,11 +17,10 @@ from __future__ import annotations
 import os
 import sys
 import threading
-from collections.abc import Callable, Mapping, Sequence
-from ipaddress import ip_address
+from collections.abc import Callable, Sequence
 
 from dmlqa.api import KnowledgeBase
-from dmlqa.app.hosts import HostGuard, HostRule
+from dmlqa.app.serving import HostGuard, HostRule, SessionLimits, exposure_warning, sweep_sessions, ui_password
 from dmlqa.app.ui_chat import (
     ANY_YEAR,
     MAX_INPUT_CHARS,
@@ -33,8 +32,6 @@ from dmlqa.app.ui_chat import (
     year_choices,
 )
 from dmlqa.app.ui_service import ChatService
-from dmlqa.app.ui_sessions import SessionLimits, sweep_sessions
-from dmlqa.settings import Settings
 
 DEFAULT_HOST = "127.0.0.1"
 DEFAULT_PORT = 7860
@@ -44,31 +41,6 @@ CONCURRENCY = 8
 
 
 # -- binding ------------------------------------------------------------------------------------------
-
-
-def is_loopback(host: str) -> bool:
-    if host in ("localhost", "localhost.localdomain"):
-        return True
-    try:
-        return ip_address(host.strip("[]")).is_loopback
-    except ValueError:
-        return False
-
-
-def exposure_warning(host: str, *, password: bool) -> str | None:
-    """The warning to print when the app listens beyond this machine (None on loopback)."""
-    if is_loopback(host):
-        return None
-    where = "every network interface" if host in ("0.0.0.0", "::", "[::]") else host
-    msg = f"the app listens on {where}: anyone who can reach this machine on that port can use it"
-    if not password:
-        msg += "; set DMLQA_UI_PASSWORD to require a password"
-    return msg
-
-
-def ui_password(settings: Settings, env: Mapping[str, str]) -> str | None:
-    """The app's password: the ``ui_password`` setting (dmlqa.toml or ``DMLQA_UI_PASSWORD``)."""
-    return settings.ui.password or env.get("DMLQA_UI_PASSWORD") or None
 
 
 # -- the page ---------------------------------------------------------------------------------------------
@@ -101,6 +73,37 @@ CSS = """
 .dmlqa-failed th:nth-child(1) { width: 7em; }
 .dmlqa-failed th:nth-child(3) { width: 40%; }
 .dmlqa-failed td, .dmlqa-failed th { padding: .2em .5em !important; word-break: break-word; vertical-align: top; }
+"""
+
+#: Where the app serves plotly.js for its charts (:func:`plotly_route`): same origin, nothing fetched elsewhere.
+PLOTLY_PATH = "/dmlqa-assets/plotly.min.js"
+PLOTLY_HEAD = f'<script src="{PLOTLY_PATH}"></script>'
+
+#: Draws every figure of the component (``data-figure``: plotly JSON from :mod:`dmlqa.app.ui_map`), again
+#: whenever its value changes; a click on a node of the citation map becomes a ``select`` event carrying
+#: that node's doc id, which re-centres the map on it.
+FIGURE_JS = """
+const draw = () => {
+  if (!window.Plotly) { setTimeout(draw, 100); return; }
+  element.querySelectorAll('.dmlqa-figure[data-figure]').forEach((div) => {
+    let fig;
+    try { fig = JSON.parse(div.dataset.figure); } catch (e) { return; }
+    window.Plotly.react(div, fig.data, fig.layout, {displaylogo: false, responsive: true});
+    if (div.id === 'citation-map' && !div.dmlqaClick) {
+      div.dmlqaClick = true;
+      div.on('plotly_click', (event) => {
+        const point = event && event.points && event.points[0];
+        const id = point && point.customdata;
+        if (typeof id === 'string' && id !== div.dataset.target) trigger('select', {index: id, value: id});
+      });
+    }
+  });
+};
+draw();
+watch('value', draw);
+new ResizeObserver(() => {
+  if (window.Plotly) element.querySelectorAll('.js-plotly-plot').forEach((d) => window.Plotly.Plots.resize(d));
+}).observe(element);
 """
 
 #: Delegated clicks on the related table's buttons become a ``select`` event carrying the row.
@@ -205,6 +208,11 @@ def build_app(service: ChatService):  # noqa: ANN201 - gradio.Blocks
     pick_example.__annotations__ = {"evt": gr.SelectData}
     ask_about.__annotations__ = {"evt": gr.SelectData}
 
+    def recentre(evt):  # noqa: ANN001, ANN202 - a node clicked on the map: its doc id becomes the query
+        return str(evt.value or evt.index or "")
+
+    recentre.__annotations__ = {"evt": gr.SelectData}
+
     # -- page load ---------------------------------------------------------------------------------------
     def on_load():  # noqa: ANN202
         f = service.facets()
@@ -261,8 +269,10 @@ def build_app(service: ChatService):  # noqa: ANN201 - gradio.Blocks
                     rel_btn = gr.Button("Find related", variant="primary", scale=1, elem_id="dmlqa-related-go")
                 rel_rows = gr.State([])
                 rel_out = gr.HTML("", elem_id="dmlqa-related-results", js_on_load=RELATED_JS)
+                rel_map = gr.HTML("", elem_id="dmlqa-citation-map", js_on_load=FIGURE_JS, head=PLOTLY_HEAD)
             with gr.Tab("Status", id="status"):
                 status = gr.HTML(service.status(), elem_id="dmlqa-status")
+                year_chart = gr.HTML("", elem_id="dmlqa-status-chart", js_on_load=FIGURE_JS, head=PLOTLY_HEAD)
                 refresh = gr.Button("Refresh")
 
         chat_inputs = [box, chatbot, asked, kinds, since, until, topics, undated]
@@ -274,12 +284,19 @@ def build_app(service: ChatService):  # noqa: ANN201 - gradio.Blocks
             respond, chat_inputs, chat_outputs, api_visibility="private")
         rel_btn.click(find_related, [rel_box, rel_since], [rel_rows, rel_out], api_visibility="private")
         rel_box.submit(find_related, [rel_box, rel_since], [rel_rows, rel_out], api_visibility="private")
+        rel_btn.click(service.citation_map, rel_box, rel_map, api_visibility="private")
+        rel_box.submit(service.citation_map, rel_box, rel_map, api_visibility="private")
+        rel_map.select(recentre, None, rel_box, api_visibility="private").then(
+            find_related, [rel_box, rel_since], [rel_rows, rel_out], api_visibility="private").then(
+            service.citation_map, rel_box, rel_map, api_visibility="private")
         rel_out.select(ask_about, [rel_rows], [box, tabs], api_visibility="private").then(
             respond, chat_inputs, chat_outputs, api_visibility="private")
         refresh.click(service.status, None, status, api_visibility="private")
         gr.Timer(30).tick(service.status, None, status, api_visibility="private")
         demo.load(on_load, None, [kinds, topics, since, until, rel_since, status], api_visibility="private")
         demo.load(load_examples, None, chatbot, api_visibility="private")
+        demo.load(service.year_chart, None, year_chart, api_visibility="private")
+        refresh.click(service.year_chart, None, year_chart, api_visibility="private")
 
         def ask(question: str, kinds: list[str] | None = None, since: int | None = None, until: int | None = None,
                 topics: list[str] | None = None, use_llm: bool = True) -> dict:
@@ -298,6 +315,22 @@ def build_app(service: ChatService):  # noqa: ANN201 - gradio.Blocks
 
 
 
+def plotly_route():  # noqa: ANN201 - fastapi.routing.APIRoute
+    """``GET`` :data:`PLOTLY_PATH`: the plotly.js the plotly package ships, so the charts draw offline."""
+    from pathlib import Path
+
+    import plotly
+    from fastapi.responses import FileResponse
+    from fastapi.routing import APIRoute
+
+    path = Path(plotly.__file__).parent / "package_data" / "plotly.min.js"
+
+    def script() -> FileResponse:
+        return FileResponse(path, media_type="text/javascript", headers={"Cache-Control": "max-age=86400"})
+
+    return APIRoute(PLOTLY_PATH, script, methods=["GET"], include_in_schema=False)
+
+
 def health_route(service: ChatService):  # noqa: ANN201 - fastapi.routing.APIRoute
     """``GET /health``: :meth:`ChatService.health` as JSON, status 200, or 503 while no index is published.
 
@@ -313,6 +346,35 @@ def health_route(service: ChatService):  # noqa: ANN201 - fastapi.routing.APIRou
         return JSONResponse(body, status_code=200 if body["ok"] else 503)
 
     return APIRoute("/health", health, methods=["GET"], include_in_schema=False)
+
+
+def _logged_in(request) -> bool:  # noqa: ANN001 - starlette.requests.Request
+    """Whether a request may read documents: the app has no password, or the request carries the login
+    cookie Gradio set (the two cookies Gradio's own ``get_current_user`` reads)."""
+    app = request.app
+    if getattr(app, "auth", None) is None and getattr(app, "auth_dependency", None) is None:
+        return True
+    cookie = getattr(app, "cookie_id", "")
+    token = request.cookies.get(f"access-token-{cookie}") or request.cookies.get(f"access-token-unsecure-{cookie}")
+    return bool(token) and token in getattr(app, "tokens", {})
+
+
+def source_route(service: ChatService):  # noqa: ANN201 - starlette.routing.Route
+    """``GET /source/{doc_id}?page=N&q=QUOTE``: the archived view every citation links to
+    (:meth:`ChatService.source_page`), a plain HTML page under a policy that runs no script.
+
+    Unlike ``/health`` it shows documents, so with a password it needs the chat app's login.
+    """
+    from starlette.responses import HTMLResponse
+    from starlette.routing import Route
+
+    def source(request):  # noqa: ANN001, ANN202 - a plain Starlette endpoint (run on a worker thread)
+        q = request.query_params
+        status, page = service.source_page(request.path_params["doc_id"], q.get("page"), q.get("q"),
+                                           logged_in=_logged_in(request))
+        return HTMLResponse(page, status_code=status, headers=service.source_headers)
+
+    return Route("/source/{doc_id:path}", source, methods=["GET"])
 
 
 # -- starting it ------------------------------------------------------------------------------------------
@@ -354,7 +416,9 @@ def serve(kb: KnowledgeBase, *, host: str = DEFAULT_HOST, port: int = DEFAULT_PO
         show_error=False, quiet=True, ssr_mode=False, mcp_server=False, pwa=False, enable_monitoring=False,
         prevent_thread_lock=not block, theme=_theme(gr), css=CSS, js=CHAT_JS, footer_links=["api"], run_history=False,
         state_session_capacity=limits.max_sessions,
-        # before Gradio's routes: GET /health is ours; every request passes the Host check (dmlqa.app.hosts)
-        app_kwargs={"routes": [health_route(service)], "middleware": [guard]},
+        # before Gradio's routes: GET /health and GET /source/<doc_id> are ours; every request
+        # passes the Host check (dmlqa.app.serving)
+        app_kwargs={"routes": [health_route(service), source_route(service), plotly_route()],
+                    "middleware": [guard]},
     )
     return demo

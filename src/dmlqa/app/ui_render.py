@@ -10,6 +10,7 @@ passed through as HTML, never read as markdown.
 
 from __future__ import annotations
 
+import base64
 import html
 import re
 import sqlite3
@@ -17,9 +18,10 @@ from collections.abc import Callable, Mapping, Sequence
 from typing import Any, Protocol
 from urllib.parse import urlsplit, urlunsplit
 
-from dmlqa.catalog.urls import is_linkable
+# The charts are drawn by their own module; the service takes them from here with the rest of the HTML.
+from dmlqa.app.ui_map import citation_map_html, year_chart_html  # noqa: F401
 from dmlqa.errors import DmlqaError, IndexMissingError
-from dmlqa.models import Answer, Citation
+from dmlqa.models import Answer, Citation, is_linkable, view_path
 
 #: A pasted question is shown in the chat up to this many characters.
 MAX_SHOWN_QUESTION = 600
@@ -49,7 +51,7 @@ def esc(text: object) -> str:
 
 
 def safe_url(url: str | None) -> str | None:
-    """``url`` (stripped) when it may be a link (:func:`dmlqa.catalog.urls.is_linkable`), else None."""
+    """``url`` (stripped) when it may be a link (:func:`dmlqa.models.is_linkable`), else None."""
     return url.strip() if url and is_linkable(url) else None
 
 
@@ -69,14 +71,19 @@ def source_href(url: str | None, page: int | None = None, *, source_url: str | N
     return base
 
 
+#: The app's own archived view (:func:`dmlqa.models.view_path`, percent-encoded): the one relative link.
+_VIEW_PATH = re.compile(r"/source/[!#-~]+")
+
+
 def link(href: str | None, text_html: str, *, cls: str = "", title: str = "") -> str:
-    """An ``<a>`` opening in a new tab when ``href`` is a safe http(s) URL, else a plain ``<span>``.
+    """An ``<a>`` opening in a new tab when ``href`` is a safe http(s) URL or the app's archived view of a
+    source (``/source/...``), else a plain ``<span>``.
 
     ``text_html`` must already be escaped; ``title`` is escaped here.
     """
     attrs = f' class="{esc(cls)}"' if cls else ""
     attrs += f' title="{esc(title)}"' if title else ""
-    safe = safe_url(href)
+    safe = href if href and _VIEW_PATH.fullmatch(href) else safe_url(href)
     if safe is None:
         return f"<span{attrs}>{text_html}</span>"
     return f'<a href="{esc(safe)}" target="_blank" rel="noopener noreferrer"{attrs}>{text_html}</a>'
@@ -105,13 +112,19 @@ _MARKER = re.compile(r"\[(\d{1,3})\]")
 
 
 def citation_hrefs(citations: Sequence[Citation], docs: Mapping[str, SourceDoc] | None = None) -> dict[int, str | None]:
-    """``n`` → the link of citation ``n`` (see :func:`source_href`); ``docs`` gives PDF source URLs."""
+    """``n`` → the address of citation ``n`` (see :func:`source_href`); ``docs`` gives PDF source URLs."""
     out: dict[int, str | None] = {}
     for c in citations:
         d = docs.get(c.doc_id) if docs and c.doc_id else None
         out[c.n] = source_href(c.url, c.page, source_url=d.source_url if d else None,
                                content_type=d.content_type if d else None)
     return out
+
+
+def view_hrefs(citations: Sequence[Citation], originals: Mapping[int, str | None]) -> dict[int, str | None]:
+    """``n`` → where citation ``n`` opens: the app's archived view of its page with the quote marked
+    (:func:`dmlqa.models.view_path`); a citation without a doc id keeps its address (``originals``)."""
+    return {c.n: view_path(c.doc_id, c.page, c.quote) if c.doc_id else originals.get(c.n) for c in citations}
 
 
 #: A list item line: "- ", "* ", "• " (bullets) or "1. ", "2) " (numbered); the extractive answerer
@@ -206,13 +219,18 @@ def facts(venue: str | None, year: int | None, page: int | None = None) -> str:
     return " · ".join(p for p in parts if p)
 
 
-def sources_html(citations: Sequence[Citation], hrefs: Mapping[int, str | None], *, heading: str = "Sources") -> str:
-    """The numbered sources: title (linked), venue/year, page and a short quoted passage."""
+def sources_html(citations: Sequence[Citation], hrefs: Mapping[int, str | None], *, heading: str = "Sources",
+                 originals: Mapping[int, str | None] | None = None) -> str:
+    """The numbered sources: title (linked to ``hrefs``: the archived view), the original address
+    (``originals``, when it differs), venue/year, page and a short quoted passage."""
     if not citations:
         return ""
     items = []
     for c in citations:
         title = link(hrefs.get(c.n), esc(c.title or c.url), cls="dmlqa-source-title")
+        original = (originals or {}).get(c.n)
+        if original and original != hrefs.get(c.n):  # the archived view above, the live address here
+            title += " " + link(original, "(original)", cls="dmlqa-original")
         meta = facts(c.venue, c.year, c.page)
         quote = shorten(c.quote, QUOTE_CHARS)
         items.append(
@@ -226,7 +244,8 @@ def sources_html(citations: Sequence[Citation], hrefs: Mapping[int, str | None],
 
 def answer_html(answer: Answer, docs: Mapping[str, SourceDoc] | None = None, *, extra_notice: str | None = None) -> str:
     """One chat answer: text with linked ``[n]`` markers, notices, sources, and who answered."""
-    hrefs = citation_hrefs(answer.citations, docs)
+    originals = citation_hrefs(answer.citations, docs)
+    hrefs = view_hrefs(answer.citations, originals)
     body = text_with_links(answer.answer, answer.citations, hrefs)
     parts = [f'<div class="dmlqa-answer"><div class="dmlqa-text">{body}</div>']
     undated = undated_note(answer.undated_excluded,
@@ -234,7 +253,8 @@ def answer_html(answer: Answer, docs: Mapping[str, SourceDoc] | None = None, *, 
     for notice in (extra_notice, answer.notice, undated):
         if notice:
             parts.append(f'<div class="dmlqa-notice">⚠ {esc(notice)}</div>')
-    parts.append(sources_html(answer.citations, hrefs, heading="Nearest sources" if answer.refused else "Sources"))
+    parts.append(sources_html(answer.citations, hrefs, heading="Nearest sources" if answer.refused else "Sources",
+                              originals=originals))
     if answer.flags:
         flags = "".join(f"<li>{esc(f)}</li>" for f in answer.flags)
         parts.append(f'<details class="dmlqa-flags"><summary>{len(answer.flags)} citation check(s)</summary>'
@@ -328,6 +348,8 @@ def related_html(rows: Sequence[Mapping[str, Any]], notice: str | None = None, *
     body = []
     for i, r in enumerate(rows):
         title = link(r.get("url"), esc(r.get("title") or r.get("url")), cls="dmlqa-related-title")
+        if r.get("doc_id"):
+            title += " " + link(view_path(r["doc_id"]), "(archived)", cls="dmlqa-view")
         body.append(
             f'<tr data-row="{i}"><td>{i + 1}</td><td>{title}</td><td>{esc(facts(r.get("venue"), r.get("year")))}</td>'
             f'<td>{esc(r.get("kind") or "")}</td><td class="dmlqa-why">{esc(r.get("reason") or "")}</td>'
@@ -392,4 +414,66 @@ def friendly_error(exc: BaseException) -> str:
     if isinstance(exc, sqlite3.Error | OSError):
         return "The index was being replaced while answering; please ask again in a moment."
     return f"Something went wrong while answering ({type(exc).__name__}); the details are in the server log."
+
+
+# -- the archived view of a source (GET /source/<doc_id>) -------------------------------------------------
+# A plain page, not a Gradio one: the image of the archived PDF page with the quote painted over, beside
+# the page's text with the quote in <mark>. The document is third-party content: everything from it is
+# escaped, and the page is served under SOURCE_HEADERS, whose policy runs no script at all.
+
+#: No script, frame or plugin, nothing fetched from elsewhere: the page image is a data URI, the style inline.
+SOURCE_CSP = ("default-src 'none'; img-src data:; style-src 'unsafe-inline'; base-uri 'none'; "
+              "form-action 'none'; frame-ancestors 'self'")
+SOURCE_HEADERS = {"Content-Security-Policy": SOURCE_CSP, "X-Content-Type-Options": "nosniff",
+                  "Referrer-Policy": "no-referrer", "Cache-Control": "no-store"}
+_SOURCE_STYLE = (
+    "body{font-family:system-ui,sans-serif;margin:1.5rem;color:#222;background:#fafafa}"
+    "h1{font-size:1.25rem;margin:0 0 .25rem}.dmlqa-facts{color:#555;margin:0 0 1rem}.dmlqa-notice{color:#8a5a00}"
+    ".dmlqa-source-view{display:flex;gap:1.5rem;align-items:flex-start;flex-wrap:wrap}"
+    ".dmlqa-page-image{max-width:min(100%,800px);border:1px solid #ccc;background:#fff}"
+    ".dmlqa-page-text{flex:1;min-width:20rem;max-width:60rem;white-space:pre-wrap;line-height:1.45;"
+    "background:#fff;border:1px solid #ddd;padding:1rem;font-family:Georgia,serif}"
+    "mark{background:#ffe066;padding:0 .1em}"
+)
+
+
+def _source_page(title: str, body: str) -> str:
+    return (f'<!DOCTYPE html><html lang="en"><head><meta charset="utf-8"><title>{esc(title)}</title>'
+            f'<meta name="viewport" content="width=device-width, initial-scale=1"><style>{_SOURCE_STYLE}</style>'
+            f"</head><body>{body}</body></html>")
+
+
+def marked_text(text: str, span: tuple[int, int] | None) -> str:
+    """``text`` escaped with ``span`` of it in ``<mark>``, escaped piece by piece (the offsets are the text's)."""
+    if not span:
+        return esc(text)
+    start, end = span
+    return f'{esc(text[:start])}<mark id="quote">{esc(text[start:end])}</mark>{esc(text[end:])}'
+
+
+def source_html(view: Any, quote: str | None) -> str:
+    """The archived view of a source (a ``dmlqa.query.show.SourceView``), its page image when it has one."""
+    where = f" · page {view.page} of {view.pages}" if view.page and view.pages else ""
+    original = safe_url(view.url)
+    address = (f'<a href="{esc(original)}" rel="noopener noreferrer nofollow">original address</a>' if original
+               else esc(view.url))
+    notes = [view.notice] if view.notice else []
+    if quote and not view.quote_found:
+        notes.append("the quote was not found in this text")
+    head = (f"<h1>{esc(view.title)}</h1><p class=\"dmlqa-facts\">archived copy of {esc(view.doc_id)}{esc(where)} · "
+            f"{address}</p>" + "".join(f'<p class="dmlqa-notice">⚠ {esc(n)}</p>' for n in notes))
+    image = ""
+    if view.image:
+        data = base64.b64encode(view.image).decode("ascii")
+        image = (f'<img class="dmlqa-page-image" alt="page {esc(view.page)} of the archived PDF" '
+                 f'src="data:image/png;base64,{data}">')
+    text = (f'<div class="dmlqa-page-text" data-quote-found="{str(view.quote_found).lower()}">'
+            f"{marked_text(view.text, view.quote_span)}</div>")
+    return _source_page(f"{view.title}{where}", f'{head}<div class="dmlqa-source-view">{image}{text}</div>')
+
+
+def source_error_html(status: int, message: str) -> str:
+    """The page of a source view that cannot be shown (404: no such document or page)."""
+    heading = {404: "Not in the knowledge base", 400: "Bad request", 401: "Log in first"}.get(status, "Unavailable")
+    return _source_page(heading, f"<h1>{esc(heading)}</h1><p>{esc(message)}</p>")
 

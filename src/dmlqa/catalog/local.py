@@ -28,10 +28,9 @@ from pathlib import Path
 from typing import Any
 
 from dmlqa.catalog.bibformats import LIBRARY_FORMATS
-from dmlqa.catalog.urls import is_linkable
 from dmlqa.errors import DiskFullError, is_disk_full
 from dmlqa.fsutil import format_size
-from dmlqa.models import Block, Document, Failure
+from dmlqa.models import Block, Document, Failure, is_linkable
 from dmlqa.paths import LOCAL_DIR
 from dmlqa.textsafe import REPLACEMENT, replace_lone_surrogates
 

@@ -372,31 +372,6 @@ def is_url_title(title: str, canonical_url: str) -> bool:
     return re.fullmatch(r"(?:https?://|www\.)\S+", t, re.IGNORECASE) is not None
 
 
-# -- what a link is ------------------------------------------------------------------------------
-
-def is_linkable(url: str | None) -> bool:
-    """True when ``url`` may be shown as a link: an absolute http(s) URL with a host, nothing to hide.
-
-    The one copy of this rule, for every place a URL becomes something a reader can follow: the chat
-    app's ``<a href>``, BibTeX ``url`` fields, a JSON Lines record's ``url``. ``javascript:``,
-    ``data:``, ``file:`` and ``vbscript:`` run code or open the reader's own files; control
-    characters can break out of a line or a field (and ``java\tscript:`` reads as ``javascript:``
-    to a browser), whitespace has no place in a host. A space in a path is left to the writer to
-    encode (the HTML attribute is escaped, BibTeX percent-encodes it). The caller strips the ends.
-    """
-    if not url or not isinstance(url, str):
-        return False
-    url = url.strip()
-    if any(ord(ch) < 0x20 or 0x7F <= ord(ch) <= 0x9F for ch in url):
-        return False
-    try:
-        parts = urlsplit(url)
-        host = parts.hostname
-    except ValueError:  # a bad port or an unbalanced IPv6 bracket
-        return False
-    return parts.scheme.lower() in ("http", "https") and bool(host) and not any(ch.isspace() for ch in parts.netloc)
-
-
 def is_relative(url: str) -> bool:
     """True for a link into the list's own folder or vault (``notes/Horovod.md``): nothing to fetch."""
     raw = url.strip()

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import json
 import logging
+import re
 from collections import deque
 from collections.abc import Iterable
 
@@ -35,6 +36,8 @@ log = logging.getLogger(__name__)
 
 #: A page whose text (title lines aside) has fewer words than this has nothing worth indexing.
 MIN_HTML_WORDS = 5
+#: Kana and CJK ideographs: scripts written without spaces between words.
+_CJK = re.compile(r"[\u3040-\u30ff\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff]")
 
 #: Page chrome removed before trafilatura sees the page. trafilatura drops most of it by itself,
 #: but its fallback extractors (used on thin pages such as publisher landing pages) keep nav bars.
@@ -55,13 +58,21 @@ PRUNE_XPATH = [
     "//*[contains(@class, 'feedback')]",
     "//a[contains(@href, '/edit/')]",
 ]
+#: Pages with more block elements than this are extracted without trafilatura's fallback extractors
+#: (see :func:`extract_html`). The longest page of the snapshot has 776; the fallbacks cost ~1 s at 3,000.
+FALLBACK_MAX_BLOCKS = 3000
+_BLOCK_TAGS = ("p", "div", "td", "th", "tr", "li", "dd", "dt", "pre", "blockquote", "h1", "h2", "h3", "h4", "h5", "h6")
 #: trafilatura's "extensive" date search reads the footer's "© 2026" as a publication date.
 DATE_PARAMS = {"extensive_search": False, "original_date": True}
 
 
-def extract_html(body: bytes, *, url: str = "", charset: str | None = None) -> Extracted:
-    """Main text of an HTML page, one block per heading-delimited section."""
-    text = decode_text(body, charset, html=True)
+def extract_html(body: bytes | str, *, url: str = "", charset: str | None = None) -> Extracted:
+    """Main text of an HTML page, one block per heading-delimited section.
+
+    ``body`` is the page's bytes (decoded here, ``charset`` first), or its text when the caller
+    has decoded it already (:func:`~dmlqa.extract.documents.extract_bytes` judges the decoded text).
+    """
+    text = body if isinstance(body, str) else decode_text(body, charset, html=True)
     try:
         # Parse our own decoding as UTF-8 bytes: lxml refuses str input that carries an XML
         # encoding declaration, and a forced parser encoding keeps a lying <meta charset> out.
@@ -77,6 +88,10 @@ def extract_html(body: bytes, *, url: str = "", charset: str | None = None) -> E
             url=url if url.startswith(("http://", "https://")) else None,
             include_comments=False,
             favor_recall=True,
+            # trafilatura's fallbacks are quadratic in a run of short blocks (justext rescans the
+            # run's neighbours for each one): 30,000 one-cell tables cost minutes. A page that long
+            # has enough text for the main extractor, so it goes without them.
+            fast=_block_count(tree) > FALLBACK_MAX_BLOCKS,
             with_metadata=True,
             prune_xpath=PRUNE_XPATH,
             date_extraction_params=DATE_PARAMS,
@@ -184,6 +199,11 @@ def _json_ld_dates(tree: lxml.html.HtmlElement) -> list[str]:
     return found
 
 
+def _block_count(tree: lxml.html.HtmlElement) -> int:
+    """How many block elements (paragraphs, cells, items) the page has: what its fallbacks' cost grows with."""
+    return sum(1 for _ in tree.iter(*_BLOCK_TAGS))
+
+
 def _meta_tags(tree: lxml.html.HtmlElement) -> dict[str, list[str]]:
     """``<meta name|property=... content=...>`` values by lower-case name, in page order."""
     found: dict[str, list[str]] = {}
@@ -255,7 +275,14 @@ def _html_blocks(text: str, body: lxml.etree._Element | None) -> list[Block]:
 
 
 def _word_count(blocks: Iterable[Block], title: str | None) -> int:
-    """Words of the blocks, not counting lines that merely repeat the title."""
+    """Words of the blocks, not counting lines that merely repeat the title. Chinese and Japanese
+    put no spaces between words: each of their characters counts as one, or a page in either
+    language would have a "word" per paragraph and be refused as empty."""
     t = norm_space(title or "")
-    return sum(len(line.split()) for b in blocks for line in b.text.split("\n") if norm_space(line) != t)
+    return sum(
+        len(line.split()) + len(_CJK.findall(line))
+        for b in blocks
+        for line in b.text.split("\n")
+        if norm_space(line) != t
+    )
 

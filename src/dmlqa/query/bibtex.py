@@ -17,8 +17,8 @@ import unicodedata
 from collections.abc import Sequence
 from typing import Protocol
 
-from dmlqa.catalog.urls import arxiv_id, doi, is_linkable
-from dmlqa.models import is_et_al
+from dmlqa.catalog.urls import arxiv_id, doi
+from dmlqa.models import is_et_al, is_linkable
 
 
 class Citable(Protocol):
