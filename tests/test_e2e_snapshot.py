@@ -268,3 +268,72 @@ def test_suggest_finds_works_several_papers_cite_and_no_list_names(built, paper_
         in_lists = title in lists or any(x and _words(x) in lists for x in (s["arxiv_id"], s["doi"]))
         good += len(citing) >= 2 and not in_lists and set(s["cited_by"]) <= set(paper_texts)
     assert good >= 0.8 * len(out)
+
+
+# -- links as fetched (issue 18) and the evidence and the map (issue 22) -----------------------------------
+
+
+def _warc_bodies(shared_dir: Path) -> dict[str, bytes]:
+    """Status-200 response bodies of the snapshot, by the exact URL that was fetched."""
+    from warcio.archiveiterator import ArchiveIterator
+
+    out = {}
+    with open(shared_dir / "websnap" / "snapshot.warc.gz", "rb") as fh:
+        for rec in ArchiveIterator(fh):
+            if rec.rec_type == "response" and rec.http_headers.get_statuscode() == "200":
+                out[rec.rec_headers.get_header("WARC-Target-URI")] = rec.content_stream().read()
+    return out
+
+
+def test_every_link_shown_is_an_address_that_was_fetched(built, expected) -> None:
+    import dmlqa as api
+
+    home, _, _ = built
+    docs = [d for d in api.KnowledgeBase(home).documents().values() if not d.is_card]
+    fetched = {u for g in expected.values() for u in g["records"]}
+    assert len(docs) >= 100
+    assert [(d.doc_id, d.link) for d in docs if d.link not in fetched] == []
+    # the address as fetched, not the identity: hosts keep their www. (the identity drops it)
+    assert any("://www." in d.link for d in docs) and any("://www." not in d.url and "://www." in d.link for d in docs)
+
+
+def test_show_locates_a_quote_on_a_pdf_page_and_on_a_docs_page(built, shared_dir) -> None:
+    import io
+
+    from pypdf import PdfReader
+
+    home, _, _ = built
+    bodies = _warc_bodies(shared_dir)
+    gpipe = json.loads(dmlqa("--home", str(home), "show", "1811.06965", "--json"))
+    reader = PdfReader(io.BytesIO(bodies[gpipe["url"]]))
+    words = reader.pages[2].extract_text().split()  # page 3, read with pypdf from the archived bytes
+    quote = " ".join(words[60:72])
+    out = json.loads(dmlqa("--home", str(home), "show", "1811.06965", "--page", "3", "--quote", quote, "--json"))
+    assert (out["doc_id"], out["page"], out["quote_found"]) == ("arxiv:1811.06965", 3, True)
+    # a docs page: a phrase of the archived HTML of Horovod's Tensor Fusion page
+    [fusion_url] = [u for u in bodies if "tensor-fusion" in u]
+    phrase = "batch small allreduce operations"
+    assert phrase in bodies[fusion_url].decode("utf-8", "replace")
+    page = json.loads(dmlqa("--home", str(home), "show", fusion_url, "--quote", phrase, "--json"))
+    assert page["quote_found"] and phrase in page["text"] and page["url"] == fusion_url
+
+
+def test_citation_map_of_gpipe_holds_its_citers(built, paper_texts) -> None:
+    import networkx as nx
+
+    home, _, _ = built
+    graph = nx.read_graphml(io_of(dmlqa("--home", str(home), "related", "1811.06965", "--format", "graphml")))
+    citers = {a for a, b in graph.edges if b == "arxiv:1811.06965"}
+    truth = {d for d, words in paper_texts.items() if "training of giant neural networks" in words} - {
+        "arxiv:1811.06965"}
+    assert len(citers & truth) >= 0.8 * len(truth) and citers <= truth
+    cited = {b for a, b in graph.edges if a == "arxiv:1811.06965"}
+    assert cited and graph.number_of_nodes() >= 21 and graph.number_of_edges() >= 20
+    dot = dmlqa("--home", str(home), "related", "1811.06965", "--format", "dot")
+    assert dot.count(" -> ") == graph.number_of_edges()
+
+
+def io_of(text: str):  # noqa: ANN201 - a file object networkx reads
+    import io
+
+    return io.BytesIO(text.encode("utf-8"))
