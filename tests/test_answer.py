@@ -52,7 +52,9 @@ def test_extractive_answer_cites_the_right_source(asker: Asker) -> None:
     assert a.citations[0].page in (1, 2)
     body = a.to_json()
     assert set(body) >= {"answer", "citations", "backend", "refused", "retrieved", "seconds"}
-    assert set(body["citations"][0]) == {"n", "url", "title", "page", "quote"}
+    assert set(body["citations"][0]) == {"n", "url", "title", "page", "quote", "view"}
+    cited = a.citations[0]  # the archived view of the cited page, the quote to mark (issue 22)
+    assert body["citations"][0]["view"].startswith(f"/source/{cited.doc_id}?page={cited.page}&q=")
 
 
 def test_off_topic_question_is_refused_with_nearest_sources(asker: Asker) -> None:
