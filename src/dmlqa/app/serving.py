@@ -40,6 +40,7 @@ from dataclasses import dataclass
 from typing import Any
 from urllib.parse import urlsplit
 
+from dmlqa.errors import quoted
 from dmlqa.settings import Settings, UIConfig
 
 Scope = MutableMapping[str, Any]
@@ -51,8 +52,6 @@ ASGIApp = Callable[[Scope, Receive, Send], Awaitable[None]]
 LOCAL_NAMES = ("localhost", "127.0.0.1", "::1")
 #: Listening on these means every interface: any of this machine's addresses may be named.
 WILDCARDS = ("0.0.0.0", "::", "")
-#: How much of a refused name the reply repeats (a header can be kilobytes long).
-SHOWN = 80
 
 
 def _address(name: str) -> ipaddress.IPv4Address | ipaddress.IPv6Address | None:
@@ -144,9 +143,7 @@ class HostGuard:
 
 
 def _shown(value: str | None) -> str:
-    if value is None:
-        return "(none)"
-    return repr(value[:SHOWN] + ("…" if len(value) > SHOWN else ""))
+    return "(none)" if value is None else quoted(value)  # a header can be kilobytes long
 
 
 # -- sessions ---------------------------------------------------------------------------------------
