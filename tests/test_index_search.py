@@ -57,9 +57,10 @@ URLS = {
 }
 
 
-def make_docs_and_chunks(extra: str = "") -> tuple[list[Document], list[Chunk]]:
+def make_docs_and_chunks(extra: str = "", corpus: dict | None = None) -> tuple[list[Document], list[Chunk]]:
+    """Documents of ``corpus`` (default :data:`CORPUS`) and their chunks, one per passage, as a build writes them."""
     docs, chunks = [], []
-    for doc_id, (title, kind, year, topics, passages) in CORPUS.items():
+    for doc_id, (title, kind, year, topics, passages) in (CORPUS if corpus is None else corpus).items():
         passages = passages + ([extra] if extra and doc_id.startswith("github") else [])
         blocks = tuple(Block(text=p, page=i + 1 if kind == "paper" else None) for i, p in enumerate(passages))
         doc = Document(doc_id=doc_id, url=URLS[doc_id], title=title, blocks=blocks, kind=kind, year=year,

@@ -15,7 +15,7 @@ import shutil
 from pathlib import Path
 
 import pytest
-from test_index_search import CORPUS, URLS
+from test_index_search import CORPUS, make_docs_and_chunks
 
 import dmlqa
 import dmlqa.query.answer as answer_module
@@ -24,7 +24,6 @@ from dmlqa.app.ui_service import ChatService
 from dmlqa.extract.sentences import split_document
 from dmlqa.index.embed import embed_texts
 from dmlqa.index.versions import current_version, dense_text, publish, write_version
-from dmlqa.models import Block, Chunk, Document
 from dmlqa.query.search import Filters, Searcher
 
 SRC = Path(__file__).resolve().parents[1] / "src" / "dmlqa"
@@ -46,17 +45,7 @@ SECOND[ZERO] = ("ZeRO, revised edition", "paper", 2020, ("Memory Efficient Train
 
 def _write(home: Path, encoder, corpus: dict, *, published: bool) -> str:  # noqa: ANN001
     """A complete version of ``corpus`` as a build writes it (chunks, vectors, quotable sentences)."""
-    docs, chunks = [], []
-    for doc_id, (title, kind, year, topics, passages) in corpus.items():
-        blocks = tuple(Block(text=p, page=i + 1 if kind == "paper" else None) for i, p in enumerate(passages))
-        doc = Document(doc_id=doc_id, url=URLS[doc_id], title=title, blocks=blocks, kind=kind, year=year,
-                       topics=topics, content_type="pdf" if kind == "paper" else "html")
-        docs.append(doc)
-        offset = 0
-        for i, b in enumerate(blocks):
-            chunks.append(Chunk(chunk_id=f"{doc_id}#{i}", doc_id=doc_id, url=doc.url, title=title, text=b.text,
-                                page=b.page, section=None, start=offset, end=offset + len(b.text)))
-            offset += len(b.text) + 2
+    docs, chunks = make_docs_and_chunks(corpus=corpus)
     vecs = embed_texts([dense_text(c.title, c.section, c.text) for c in chunks], encoder).vectors
     kept = [(o, x) for d in docs for o, x in enumerate(split_document(d)) if x.quotable]
     svecs = embed_texts([x.text for _, x in kept], encoder).vectors
