@@ -8,6 +8,9 @@ just a second archive. Pages are markdown, so extraction is cheap and chunk boun
 from __future__ import annotations
 
 import json
+import os
+import shutil
+import subprocess
 import zlib
 from collections.abc import Mapping, Sequence
 from pathlib import Path
@@ -89,3 +92,12 @@ def build_json(home: Path, archive: Path, *extra: str) -> dict:
     result = cli("--home", str(home), "build", "--offline", "--archive", str(archive), "--json", *extra)
     assert result.exit_code == 0, result.output
     return json.loads(result.stdout)
+
+
+def mount_tmpfs(path: Path, size: str) -> bool:
+    """A real small disk of ``size`` at ``path`` (a new folder), for disk-full tests; False when not root."""
+    if os.geteuid() != 0 or not shutil.which("mount"):
+        return False
+    path.mkdir()
+    done = subprocess.run(["mount", "-t", "tmpfs", "-o", f"size={size}", "tmpfs", str(path)], capture_output=True)
+    return done.returncode == 0

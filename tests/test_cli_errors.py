@@ -18,6 +18,7 @@ import sys
 from pathlib import Path
 
 import pytest
+from rebuild_fixtures import mount_tmpfs
 
 from dmlqa.errors import DmlqaError, SettingsError
 from dmlqa.settings import load_settings
@@ -285,18 +286,10 @@ def test_disk_full_while_writing_the_index(home_copy: Path, tmp_path: Path, monk
     assert published(home_copy) == before  # no .building- folder either
 
 
-def _mount_tmpfs(path: Path, size: str) -> bool:
-    if os.geteuid() != 0 or not shutil.which("mount"):
-        return False
-    path.mkdir()
-    done = subprocess.run(["mount", "-t", "tmpfs", "-o", f"size={size}", "tmpfs", str(path)], capture_output=True)
-    return done.returncode == 0
-
-
 def test_disk_full_on_a_real_small_disk(tmp_path: Path) -> None:
     """A real 8 MB tmpfs, filled up before the second build (needs root; skipped otherwise)."""
     disk = tmp_path / "disk"
-    if not _mount_tmpfs(disk, "8m"):
+    if not mount_tmpfs(disk, "8m"):
         pytest.skip("cannot mount a tmpfs here (needs root)")
     try:
         home = disk / "kb"

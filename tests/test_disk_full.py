@@ -24,6 +24,7 @@ import sys
 from pathlib import Path
 
 import pytest
+from rebuild_fixtures import mount_tmpfs
 
 from dmlqa.paths import IN_PROGRESS_FILE
 
@@ -264,18 +265,10 @@ def test_a_full_disk_while_recording_a_published_run(home_copy: Path, tmp_path: 
 # -- a real small disk ---------------------------------------------------------------------------------
 
 
-def _mount_tmpfs(path: Path, size: str) -> bool:
-    if os.geteuid() != 0 or not shutil.which("mount"):
-        return False
-    path.mkdir()
-    done = subprocess.run(["mount", "-t", "tmpfs", "-o", f"size={size}", "tmpfs", str(path)], capture_output=True)
-    return done.returncode == 0
-
-
 @pytest.fixture()
 def small_disk(tmp_path: Path):  # noqa: ANN201 - a generator fixture
     disk = tmp_path / "disk"
-    if not _mount_tmpfs(disk, "16m"):
+    if not mount_tmpfs(disk, "16m"):
         pytest.skip("cannot mount a tmpfs here (needs root and mount)")
     try:
         yield disk
