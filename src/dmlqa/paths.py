@@ -14,6 +14,7 @@ A home looks like this (``dmlqa init`` makes the first four)::
     index/CURRENT                   name of the published version (swapped atomically)
     index/versions/<name>/          immutable index versions
     index/cache/embeddings.sqlite   vectors by text hash, shared by builds
+    index/cache/references.sqlite   parsed reference lists by document hash (dmlqa.pipeline.graph_index)
     index/runs.jsonl, schedule.json run history and the scheduler's next slot
     index/run-in-progress.json      marks a build that has not finished (crash recovery)
     index/last-failures.json        every failure of the last run, with its reason (status --failures)
@@ -46,6 +47,7 @@ CURRENT = "CURRENT"
 VERSIONS = "versions"
 CACHE_DIR = "cache"
 EMBEDDINGS_CACHE = "embeddings.sqlite"
+REFERENCES_CACHE = "references.sqlite"
 ENCODERS_DIR = "encoders"
 RUNS_FILE = "runs.jsonl"
 SCHEDULE_FILE = "schedule.json"
@@ -109,6 +111,10 @@ class HomePaths:
     @property
     def embeddings_cache(self) -> Path:
         return self.index / CACHE_DIR / EMBEDDINGS_CACHE
+
+    @property
+    def references_cache(self) -> Path:
+        return self.index / CACHE_DIR / REFERENCES_CACHE
 
     @property
     def lock(self) -> Path:

@@ -31,6 +31,8 @@ from dmlqa.models import BLOCK_SEPARATOR, ET_AL, Document, Reference
 MIN_YEAR, MAX_YEAR = 1950, 2030
 #: Longest context sentence handed out (characters).
 MAX_CONTEXT = 400
+#: Bump on any change to what parsing gives: parsed lists are cached under it (dmlqa.pipeline.graph_index).
+PARSER_VERSION = 1
 
 
 @dataclass(frozen=True)

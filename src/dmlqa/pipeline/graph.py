@@ -31,6 +31,12 @@ share an arXiv id, a DOI, a URL or a normalised title are one work (union-find),
 them, ``arxiv:<id>``/``doi:<doi>``/``url:<url>``/``title:<key>``; a resolved reference's work is
 ``doc:<doc id>``.
 
+The stage costs in proportion to change (issue 20): fuzzy matching reads candidates from a blocking index
+(:class:`~dmlqa.pipeline.graph_index.TitleIndex`, exact: it finds what comparing all pairs finds), parsed
+reference lists are cached by document (:class:`~dmlqa.pipeline.graph_index.ReferenceCache`), and with the
+previous graph the fuzzy answers that nothing changed are reused (:class:`_Reuse`); the result is always
+the one a full run gives.
+
 Nothing here blocks a build: a document the parser fails on is logged and counted as skipped.
 """
 
@@ -41,27 +47,23 @@ import re
 import unicodedata
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
-from difflib import SequenceMatcher
 from typing import TYPE_CHECKING
 from urllib.parse import urlsplit
 
 from dmlqa.catalog.urls import arxiv_id, bare_arxiv_id, canonicalize, doi, is_url_title
 from dmlqa.models import CitationLink, Document, Reference
+from dmlqa.pipeline.graph_index import TITLE_RATIO as TITLE_RATIO  # the fuzzy rule's threshold, defined there
+from dmlqa.pipeline.graph_index import TitleIndex, parse_all
 from dmlqa.pipeline.works import title_key
 
 if TYPE_CHECKING:
     from pathlib import Path
 
     from dmlqa.extract.references import ParsedReferences
+    from dmlqa.index.citation_table import CitationRecord
 
 log = logging.getLogger(__name__)
 
-#: Fuzzy title matches at or above this SequenceMatcher ratio (on normalised titles) resolve. Measured on
-#: the snapshot's 1,204 references: the fuzzy matches that are the same work scored 0.91-0.995 ("Meshtensorflow",
-#: "Deepspeedinference", ICML's "Accelerating" for arXiv's "Parallelizing"), the closest different work 0.84
-#: ("Communication efficient distributed machine learning with the parameter server" against "Scaling
-#: distributed machine learning with the parameter server", two 2014 papers); 0.90 sits between them.
-TITLE_RATIO = 0.90
 #: A fuzzy match also needs the years (when both are known) within this many years of each other.
 FUZZY_YEARS = 2
 #: A title matched with its spaces taken out must be this long (short ones collide: "Ray", "Petals").
@@ -150,10 +152,8 @@ class Resolver:
         self.arxiv: dict[str, str] = {}
         self.doi: dict[str, str] = {}
         self.url: dict[str, str] = {}
-        self.title: dict[str, str] = {}
         self.year: dict[str, int | None] = {}
-        ranked = sorted(enumerate(documents), key=lambda p: (p[1].kind != "paper", p[1].is_card, p[0]))
-        for _, d in ranked:
+        for d in _ranked(documents):
             self.year[d.doc_id] = d.year
             kind, _, rest = d.doc_id.partition(":")
             if kind == "arxiv":
@@ -171,11 +171,7 @@ class Resolver:
                 found = doi(canon)
                 if found:
                     self.doi.setdefault(found.lower(), d.doc_id)
-            if is_url_title(d.title, d.url):
-                continue
-            for key in (title_key(d.title), _subtitle(d.title)):
-                if key:
-                    self.title.setdefault(key, d.doc_id)
+        self.title, self.contested = title_claims(documents)
         names: dict[str, set[str]] = {}
         for d in documents:
             if d.kind == "repo":
@@ -186,13 +182,14 @@ class Resolver:
         self.names = {n: next(iter(ids)) for n, ids in names.items() if len(ids) == 1}
         #: title keys without spaces: PDF text often loses them ("Scaling distributedmachinelearning...")
         self.compact = {_compact(k): d for k, d in reversed(self.title.items()) if len(_compact(k)) >= COMPACT_MIN}
-        self._tokens: dict[str, set[str]] = {}  # word → title keys holding it (candidates of a fuzzy match)
-        for key in self.title:
-            for w in set(key.split()):
-                self._tokens.setdefault(w, set()).add(key)
+        self.titles = TitleIndex(self.title)  # what a fuzzy match reads instead of every title
 
-    def resolve(self, ref: Reference) -> tuple[str | None, str]:
-        """The doc id ``ref`` names and how ("arxiv", "doi", "url", "title", "fuzzy", "name"), or (None, "")."""
+    def resolve(self, ref: Reference, *, fuzzy: Callable[[str, int | None], str | None] | None = None,
+                ) -> tuple[str | None, str]:
+        """The doc id ``ref`` names and how ("arxiv", "doi", "url", "title", "fuzzy", "name"), or (None, "").
+
+        ``fuzzy`` stands in for :meth:`fuzzy` (the incremental graph passes the previous build's answer when
+        nothing that could change it changed)."""
         d = normal_doi(ref.doi)
         m = _ARXIV_DOI.match(d or "")
         aid = normal_arxiv(ref.arxiv_id) or (normal_arxiv(m.group("id")) if m else None)
@@ -221,28 +218,17 @@ class Resolver:
             return self.title[sub], "title"
         if compact in self.compact:
             return self.compact[compact], "title"
-        found = self.fuzzy(key, ref.year)
+        found = (fuzzy or self.fuzzy)(key, ref.year)
         if found:
             return found, "fuzzy"
         return (self.names[name], "name") if name in self.names else (None, "")
 
     def fuzzy(self, key: str, year: int | None = None) -> str | None:
-        """The document whose title is closest to ``key`` at :data:`TITLE_RATIO` or above (years agreeing)."""
-        words = set(key.split())
-        shared: dict[str, int] = {}
-        for w in words:
-            for cand in self._tokens.get(w, ()):
-                shared[cand] = shared.get(cand, 0) + 1
-        best, best_ratio = None, TITLE_RATIO
-        for cand, n in shared.items():
-            if n * 2 < len(words):  # fewer than half the words in common: cannot reach the ratio
-                continue
-            sm = SequenceMatcher(None, key, cand, autojunk=False)
-            if sm.real_quick_ratio() < best_ratio or sm.quick_ratio() < best_ratio:
-                continue
-            ratio = sm.ratio()
-            if ratio >= best_ratio:
-                best, best_ratio = cand, ratio
+        """The document whose title is closest to ``key`` at :data:`TITLE_RATIO` or above (years agreeing).
+
+        The closest title only: when its year disagrees, no other title is tried (a near-identical title
+        a decade apart is a different work, and so is anything further from the reference)."""
+        best = self.titles.best(key)
         if best is None:
             return None
         doc_id = self.title[best]
@@ -250,6 +236,25 @@ class Resolver:
         if year and known and abs(year - known) > FUZZY_YEARS:
             return None
         return doc_id
+
+
+def _ranked(documents: Sequence[Document]) -> list[Document]:
+    """Documents in the order they claim keys: papers before other kinds, full text before cards, then input order."""
+    return [d for _, d in sorted(enumerate(documents), key=lambda p: (p[1].kind != "paper", p[1].is_card, p[0]))]
+
+
+def title_claims(documents: Sequence[Document]) -> tuple[dict[str, str], set[str]]:
+    """Title key (and subtitle key) → the document that holds it, first by rank; and the keys that more than
+    one document claims, whose holder depends on input order."""
+    title: dict[str, str] = {}
+    contested: set[str] = set()
+    for d in _ranked(documents):
+        if is_url_title(d.title, d.url):
+            continue
+        for key in (title_key(d.title), _subtitle(d.title)):
+            if key and title.setdefault(key, d.doc_id) != d.doc_id:
+                contested.add(key)
+    return title, contested
 
 
 class _Works:
@@ -304,34 +309,90 @@ def _parse(doc: Document) -> ParsedReferences:
     return parse_references(doc)
 
 
+@dataclass(frozen=True)
+class PreviousGraph:
+    """The last published graph and the documents it was resolved against: what :func:`citation_graph` reuses.
+
+    ``documents`` are the previous build's merged works (only their ids, titles, kinds, URLs and years are
+    read); ``records`` its ``citations`` table (:func:`dmlqa.index.citation_table.published_citations`).
+    """
+
+    documents: Sequence[Document]
+    records: Sequence[CitationRecord]
+
+
+class _Reuse:
+    """The previous build's fuzzy-title answers, where nothing that could change them changed.
+
+    Only the fuzzy step is worth reusing: the exact steps (arXiv id, DOI, URL, title, name) are dictionary
+    look-ups, re-run for every reference against the new documents, so a new target that an identifier
+    names, or a target gone, is always seen. A fuzzy answer is a function of the reference (its title key and
+    year) and of the titles that pass the match rule against it, with their documents and years; the tie rule
+    does not depend on order. So the previous answer stands unless a title that passes for this reference was
+    added, removed, moved to another document, or its document's year changed: those *changed* titles get their
+    own :class:`TitleIndex`, and a reference is matched afresh only when one of them passes for it. Titles
+    that several previous documents claimed are counted as changed too: which of them held the title depended
+    on the previous input order, which is not known here.
+    """
+
+    def __init__(self, previous: PreviousGraph, resolver: Resolver) -> None:
+        self.resolver = resolver
+        old, contested = title_claims(previous.documents)
+        old_year = {d.doc_id: d.year for d in previous.documents}
+        new = resolver.title
+        changed = [k for k in old.keys() | new.keys()
+                   if old.get(k) != new.get(k) or k in contested or old_year.get(old[k]) != resolver.year.get(new[k])]
+        self.changed = TitleIndex(sorted(changed))
+        self.links = {(r.link.citing, r.link.reference.ordinal): r.link for r in previous.records}
+        self.reused = 0
+
+    def fuzzy_for(self, citing: str, ref: Reference) -> Callable[[str, int | None], str | None]:
+        """What :meth:`Resolver.resolve` calls for the fuzzy step of ``ref`` (cited by ``citing``)."""
+        prev = self.links.get((citing, ref.ordinal))
+        # "name" or "": the fuzzy step ran and found nothing (it runs after every exact step failed, and the
+        # key it needs is the reference's own); any other "how" resolved before it and tells nothing about it.
+        if prev is None or prev.how not in ("fuzzy", "name", "") or prev.reference != ref:
+            return self.resolver.fuzzy
+        answer = prev.cited if prev.how == "fuzzy" else None
+
+        def fuzzy(key: str, year: int | None) -> str | None:
+            if self.changed and self.changed.best(key) is not None:
+                return self.resolver.fuzzy(key, year)
+            self.reused += 1
+            return answer
+
+        return fuzzy
+
+
 def citation_graph(
     documents: Sequence[Document], *, parse: Callable[[Document], ParsedReferences] | None = None,
+    previous: PreviousGraph | None = None, cache: Path | None = None,
 ) -> GraphResult:
     """Parse every PDF's references and resolve them against ``documents`` (the merged works of a build).
 
     ``parse`` stands in for :func:`dmlqa.extract.references.parse_references` (tests). Every reference
-    is a link, resolved or not; a self-citation is dropped and counted.
+    is a link, resolved or not; a self-citation is dropped and counted. With ``cache`` (a home's
+    ``index/cache/references.sqlite``) a document's parsed list is kept and reused while its source, title
+    and the parser are unchanged; with ``previous`` the fuzzy title matches that nothing changed are taken
+    from the previous graph (see :class:`_Reuse`). Either way the result is the one a full run gives.
     """
     parse = parse or _parse
     resolver = Resolver(documents)
+    reuse = _Reuse(previous, resolver) if previous is not None else None
     links: list[CitationLink] = []
     idents: list[list[str]] = []
     papers = total = resolved = skipped = selfs = 0
     by_how: dict[str, int] = {}
-    for d in documents:
-        if d.is_card or d.content_type != "pdf":
-            continue
-        try:
-            parsed = parse(d)
-        except Exception:  # noqa: BLE001 - the parser promises not to raise; one paper never stops a build
-            log.exception("reading the references of %s failed", d.doc_id)
+    for d, parsed in parse_all(documents, parse, cache):
+        if isinstance(parsed, Exception):
+            log.error("reading the references of %s failed: %s", d.doc_id, parsed)
             skipped += 1
             continue
         papers += 1
         skipped += parsed.skipped
         for ref in parsed.references:
             total += 1
-            cited, how = resolver.resolve(ref)
+            cited, how = resolver.resolve(ref, fuzzy=reuse.fuzzy_for(d.doc_id, ref) if reuse else None)
             if cited == d.doc_id:
                 selfs += 1
                 continue
@@ -347,6 +408,9 @@ def citation_graph(
             groups.join(keys)
     works = tuple(f"doc:{link.cited}" if link.cited else (groups.find(keys[0]) if keys else "")
                   for link, keys in zip(links, idents, strict=True))
+    if reuse is not None:
+        log.info("citation graph: %d of %d fuzzy title matches reused, %d titles changed", reuse.reused, total,
+                 len(reuse.changed))
     return GraphResult(links=tuple(links), works=works, papers=papers, references=total, resolved=resolved,
                        skipped=skipped, self_citations=selfs, by_how=by_how)
 
