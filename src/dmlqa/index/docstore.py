@@ -3,16 +3,24 @@
 This is what makes rebuilds incremental and failures harmless: a resource whose source bytes
 have the same sha256 as last time is not extracted again, and a resource that was fetched
 before but fails now keeps its previous text instead of vanishing from the index.
+
+Writing follows change too: each row keeps the sha256 of its serialised document (``digest``), and
+:meth:`DocStore.put_many` rewrites only the documents whose serialised form differs, so a rebuild
+of a large corpus where little changed writes little.
 """
 
 from __future__ import annotations
 
+import hashlib
 import json
 import sqlite3
 from collections.abc import Iterable
 from pathlib import Path
 
 from dmlqa.models import Document
+
+#: Document ids per ``SELECT ... IN (...)``: well under SQLite's limit on bound parameters.
+_IDS_PER_QUERY = 500
 
 
 class DocStore:
@@ -22,22 +30,48 @@ class DocStore:
         self._db.execute("PRAGMA journal_mode=WAL")
         self._db.execute(
             "CREATE TABLE IF NOT EXISTS documents (doc_id TEXT PRIMARY KEY, sha256 TEXT, is_card INTEGER, "
-            "stored_at TEXT DEFAULT CURRENT_TIMESTAMP, document TEXT)"
+            "stored_at TEXT DEFAULT CURRENT_TIMESTAMP, document TEXT, digest TEXT)"
         )
+        columns = {row[1] for row in self._db.execute("PRAGMA table_info(documents)")}
+        if "digest" not in columns:
+            # A store written before digests: add the column rather than recreate the store, whose texts
+            # stand in for resources that fail to fetch now. Its rows (digest NULL) are rewritten once.
+            with self._db:
+                self._db.execute("ALTER TABLE documents ADD COLUMN digest TEXT")
 
     def get(self, doc_id: str) -> Document | None:
         row = self._db.execute("SELECT document FROM documents WHERE doc_id=?", (doc_id,)).fetchone()
         return Document.from_json(json.loads(row[0])) if row else None
 
-    def put_many(self, docs: Iterable[Document]) -> None:
-        with self._db:
-            self._db.executemany(
-                "INSERT OR REPLACE INTO documents (doc_id, sha256, is_card, document) VALUES (?,?,?,?)",
-                [
-                    (d.doc_id, d.sha256, int(d.is_card), json.dumps(d.to_json(), ensure_ascii=False))
-                    for d in docs
-                ],
-            )
+    def put_many(self, docs: Iterable[Document]) -> int:
+        """Store ``docs`` (the last one wins for a repeated id); returns how many rows were written.
+
+        A document whose serialised form has the same sha256 as its stored row is not written again:
+        only the digests of the given ids are read to find out, never the stored JSON.
+        """
+        rows: dict[str, tuple[str, str | None, int, str, str]] = {}
+        for d in docs:
+            document = json.dumps(d.to_json(), ensure_ascii=False)
+            digest = hashlib.sha256(document.encode("utf-8")).hexdigest()
+            rows[d.doc_id] = (d.doc_id, d.sha256, int(d.is_card), document, digest)
+        stored = self._digests(list(rows))
+        changed = [row for doc_id, row in rows.items() if stored.get(doc_id) != row[4]]
+        if changed:
+            with self._db:
+                self._db.executemany(
+                    "INSERT OR REPLACE INTO documents (doc_id, sha256, is_card, document, digest) VALUES (?,?,?,?,?)",
+                    changed,
+                )
+        return len(changed)
+
+    def _digests(self, doc_ids: list[str]) -> dict[str, str | None]:
+        """The stored digest of each of ``doc_ids`` that has a row."""
+        out: dict[str, str | None] = {}
+        for i in range(0, len(doc_ids), _IDS_PER_QUERY):
+            batch = doc_ids[i : i + _IDS_PER_QUERY]
+            marks = ",".join("?" * len(batch))
+            out.update(self._db.execute(f"SELECT doc_id, digest FROM documents WHERE doc_id IN ({marks})", batch))
+        return out
 
     def ids(self) -> set[str]:
         return {r[0] for r in self._db.execute("SELECT doc_id FROM documents")}
