@@ -173,12 +173,16 @@ def test_queries_and_questions_files(built_home: Path, tmp_path: Path) -> None:
 @pytest.mark.parametrize(("part", "damage", "what"), [
     ("meta.json", b'{"version": ', "meta.json is not valid JSON"),
     ("store.sqlite", b"this is not a database" * 100, "store.sqlite cannot be read (file is not a database)"),
-    ("dense.faiss", b"garbage" * 50, "dense.faiss cannot be read ("),
-    ("dense.faiss", None, "dense.faiss cannot be read ("),  # None: truncated to half
+    ("segments/*/vectors.npy", b"garbage" * 50, "segment s*: vectors.npy cannot be read ("),
+    ("segments/*/vectors.npy", None, "segment s*: vectors.npy cannot be read ("),  # None: truncated to half
+    ("segments/*/rows.sqlite", b"this is not a database" * 100, "segment s*: rows.sqlite cannot be read (file is"),
+    ("segments/*/bm25/tf.npy", b"\x93NUMPY garbage", "segment s*: bm25/ or sentence vectors cannot be read ("),
 ])
 def test_damaged_index_version_is_named(home_copy: Path, part: str, damage: bytes | None, what: str) -> None:
     name = (home_copy / "index" / "CURRENT").read_text().strip()
-    target = home_copy / "index" / "versions" / name / part
+    [target] = (home_copy / "index" / "versions" / name).glob(part)
+    if "segments/" in part:  # the message names the segment: segments/<id>/...
+        what = what.replace("s*", target.relative_to(home_copy / "index" / "versions" / name).parts[1], 1)
     target.write_bytes(damage if damage is not None else target.read_bytes()[: target.stat().st_size // 2])
     before = published(home_copy)
     for command in (["status"], ["status", "--json"], ["search", "zero"], ["related", "zero"],
@@ -266,7 +270,7 @@ def test_disk_full_while_writing_the_index(home_copy: Path, tmp_path: Path, monk
     from typer.testing import CliRunner
 
     from dmlqa.app.cli import app
-    from dmlqa.index import lexical
+    from dmlqa.index import postings
 
     (home_copy / "corpus" / "local" / "more.md").write_text("# More\n\nTensor parallelism splits matrices.\n")
     before = published(home_copy)
@@ -276,7 +280,7 @@ def test_disk_full_while_writing_the_index(home_copy: Path, tmp_path: Path, monk
         (Path(path) / "partial.npy").write_bytes(b"\0" * 100)
         raise OSError(errno.ENOSPC, "No space left on device", str(path))
 
-    monkeypatch.setattr(lexical.LexicalIndex, "save", full)
+    monkeypatch.setattr(postings.Postings, "save", full)
     result = CliRunner().invoke(app, ["--home", str(home_copy), "build", "--offline"])
     assert result.exit_code == 1, result.output
     assert "Traceback" not in result.output

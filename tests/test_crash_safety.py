@@ -37,16 +37,81 @@ KEYS = ["zero", "gpipe", "horovod"]
 #: The CLI, with the fsync of a finished version folder delayed: the folder exists, half-published.
 SLOW_PUBLISH = """
 import sys, time
-import dmlqa.index.versions as index
+import dmlqa.index.writer as index
 from dmlqa.app.cli import main
-slow = index._fsync_tree
+slow = index.fsync_dir
 def paused(path):
     time.sleep(120)
     slow(path)
-index._fsync_tree = paused
+index.fsync_dir = paused
 sys.argv = ["dmlqa", *sys.argv[1:]]
 main()
 """
+
+#: The CLI, killed by SIGKILL (no handler, no ``finally``) the first time the build reaches one step of
+#: writing and publishing a segmented version: ``sys.argv[1]`` names it as ``module:attribute``.
+KILL_AT = """
+import importlib, os, signal, sys
+from dmlqa.app.cli import main
+where, sys.argv = sys.argv[1], ["dmlqa", *sys.argv[2:]]
+module, _, name = where.partition(":")
+owner = importlib.import_module(module)
+for part in name.split(".")[:-1]:
+    owner = getattr(owner, part)
+attr = name.split(".")[-1]
+def killed(*args, **kwargs):
+    os.kill(os.getpid(), signal.SIGKILL)
+setattr(owner, attr, killed)
+main()
+"""
+
+#: Every step of a segmented write and publish, in order; those before ``publish`` leave the old version.
+SEGMENT_STEPS = [
+    "dmlqa.index.writer:write_segment",  # a new segment (the batch of new and changed documents)
+    "dmlqa.index.writer:link_segment",  # sharing an unchanged segment with the new version
+    "dmlqa.index.writer:VersionWriter._merge_one",  # merging small segments
+    "dmlqa.index.writer:VersionWriter._write_store",  # the document table and the citation graph
+    "dmlqa.index.writer:Lexicon.save",  # BM25 collection statistics
+    "dmlqa.index.writer:fsync_file",  # flushing the manifest
+    "dmlqa.index.writer:os.rename",  # renaming the folder into place
+    "dmlqa.pipeline.stages:publish",  # replacing CURRENT
+    "dmlqa.pipeline.stages:prune",  # after publishing: the new version must be complete
+]
+
+
+@pytest.mark.parametrize("step", SEGMENT_STEPS, ids=[s.rsplit(":", 1)[1] for s in SEGMENT_STEPS])
+def test_sigkill_at_every_step_of_a_segmented_publish(tmp_path: Path, step: str,
+                                                      monkeypatch: pytest.MonkeyPatch) -> None:
+    """One document a segment, so that the rebuild writes a segment, shares the others and merges them all."""
+    monkeypatch.setenv("DMLQA_INDEX_SEGMENT_ROWS", "1")  # read by the in-process builds and the child alike
+    settings = make_home(tmp_path / "kb", KEYS)
+    archive = write_archive(tmp_path / "a", {k: page_markdown(k) for k in [*KEYS, "megatron"]})
+    v1 = build_json(settings.home, archive)["index_version"]
+    # from now on exact segments holding more than 5 rows together merge: the rebuild merges
+    monkeypatch.setenv("DMLQA_INDEX_ANN_THRESHOLD", "5")
+    set_catalog(settings, [*KEYS, "megatron"])
+    args = ["--home", str(settings.home), "build", "--offline", "--archive", str(archive)]
+    proc = spawn([step, *args], code=KILL_AT)
+    proc.communicate(timeout=300)
+    assert proc.returncode == -signal.SIGKILL, f"the build never reached {step}"
+    published = current_version(settings.index_dir)
+    if step.endswith(":prune"):
+        assert published != v1
+        opened = open_current(settings.index_dir)
+        assert "web:megatron" in opened.docs
+        opened.close()
+    else:
+        assert_old_version_serves(settings, v1)
+    again = build_json(settings.home, archive)
+    assert not building_dirs(settings.index_dir)
+    opened = open_current(settings.index_dir)
+    try:
+        assert opened.name == again["index_version"] and "web:megatron" in opened.docs
+        assert opened.meta["chunks"] == again["chunks"] and len(opened.docs) == 4
+    finally:
+        opened.close()
+    hits = Searcher(settings).search("ZeRO partitions optimizer states across ranks", SearchOptions(k=1))
+    assert hits[0].doc_id == "web:zero"
 
 
 def wait_for(condition: Callable[[], bool], proc: subprocess.Popen, what: str, timeout: float = 60.0) -> None:

@@ -6,7 +6,7 @@ user sees. Two ways to fill the disk:
 
 - a real tmpfs of a few MB (root only; skipped elsewhere), filled to several levels before a build, so that
   the disk runs out at whatever write comes then, in whatever form the library reports it;
-- one write point of a version at a time (the embedding cache, FAISS, BM25, SQLite, ``sentences.npy``, the
+- one write point of a version at a time (the embedding cache, FAISS, BM25, SQLite, ``sentences.q.npy``, the
   last ``meta.json`` write, the rename into place, the publish of ``CURRENT``, the run history), made to fail
   in the very form the real library fails in on a full disk (NumPy's short write has no errno, FAISS says it
   inside a RuntimeError, SQLite says "database or disk is full"), by a wrapper around the CLI.
@@ -119,6 +119,8 @@ if where == "cache":
 elif where == "faiss":
     import faiss
 
+    os.environ["DMLQA_INDEX_ANN_THRESHOLD"] = "1"  # every segment gets an HNSW index: FAISS writes it
+
     def write_index(index, path):
         Path(path).write_bytes(b"IxF2" * 100)
         raise RuntimeError(
@@ -127,13 +129,13 @@ elif where == "faiss":
 
     faiss.write_index = write_index
 elif where == "bm25":
-    from dmlqa.index.lexical import LexicalIndex
+    from dmlqa.index.postings import Postings
 
     def save(self, path):
         Path(path).mkdir(parents=True, exist_ok=True)
-        raise enospc(Path(path) / "data.csc.index.npy")
+        raise enospc(Path(path) / "rows.npy")
 
-    LexicalIndex.save = save
+    Postings.save = save
 elif where in ("sentences", "meta", "rename", "publish", "runs", "runs+faiss"):
     pass
 else:
@@ -143,7 +145,7 @@ if where == "sentences":  # NumPy's own words for a short write: an OSError with
     real_save = np.save
 
     def save(file, arr, *args, **kwargs):
-        if str(file).endswith("sentences.npy"):
+        if str(file).endswith("sentences.q.npy"):
             Path(file).write_bytes(b"\x93NUMPY" + b"\0" * 100)
             raise OSError("115200 requested and 106464 written")
         return real_save(file, arr, *args, **kwargs)
@@ -191,6 +193,7 @@ if where.startswith("runs"):
     if where == "runs+faiss":
         import faiss
 
+        os.environ["DMLQA_INDEX_ANN_THRESHOLD"] = "1"
         def write_index(index, path):
             raise RuntimeError(f"write error in {path}: 1 != 2 (No space left on device)")
 

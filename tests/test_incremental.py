@@ -13,7 +13,7 @@ from pathlib import Path
 
 from rebuild_fixtures import build_json, make_home, page_markdown, set_catalog, write_archive
 
-from dmlqa.index.versions import VERSIONS, current_version, dense_text
+from dmlqa.index.versions import VERSIONS, IndexVersion, current_version, dense_text
 from dmlqa.pipeline.runs import read_runs
 from dmlqa.query.search import Searcher, SearchOptions
 
@@ -25,14 +25,20 @@ def version_contents(index_dir: Path, name: str) -> tuple[dict[str, tuple], dict
         docs = {r[0]: r[1:] for r in db.execute(
             "SELECT doc_id, url, source_url, title, kind, content_type, authors, venue, year, topics, is_card, "
             "sha256, n_chunks FROM documents")}
-        chunks: dict[str, list[str]] = {}
-        for doc_id, title, section, text in db.execute(
-            "SELECT c.doc_id, d.title, c.section, c.text FROM chunks c JOIN documents d USING (doc_id) "
-            "ORDER BY c.row"
-        ):
-            chunks.setdefault(doc_id, []).append(dense_text(title, section, text))
     finally:
         db.close()
+    version = IndexVersion(index_dir / VERSIONS / name)
+    try:
+        chunks: dict[str, list[str]] = {}
+        for doc_id in docs:
+            rows = version.doc_rows(doc_id)
+            records = version.chunks(rows)
+            title = version.docs[doc_id].title
+            chunks[doc_id] = [dense_text(title, records[r].section, records[r].text) for r in rows]
+            if not chunks[doc_id]:
+                del chunks[doc_id]
+    finally:
+        version.close()
     return docs, chunks
 
 

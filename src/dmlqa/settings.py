@@ -98,8 +98,12 @@ class IndexConfig:
     #: measurement: without them dev recall is as good or better (BM25 R@1 0.657 → 0.671, hybrid equal)
     #: and the index 11% smaller; `cites` / `cited-by` answer what the lists were searched for.
     reference_chunks: bool = False
-    #: Vectors past this count get an approximate (HNSW) FAISS index instead of an exact one.
-    ann_threshold: int = 100_000  # flat ~15 ms/query at 100k (1 thread) + BM25 ~13 ms: the 30 ms budget
+    #: A segment with more passages than this gets an approximate (HNSW) FAISS index instead of exact search,
+    #: and exact segments are merged once they hold more together: an exact scan costs ~0.6 ms per 10k
+    #: vectors (1 thread), so exact search stays under ~2 ms however the index grew.
+    ann_threshold: int = 20_000
+    #: Passages a build writes into one index segment (dmlqa.index.writer): bounds the build's memory.
+    segment_rows: int = 50_000
     #: Vectors past this count get a compressed IVF-PQ index (see dmlqa.index.ann and bench/ray_scaling.py).
     ivfpq_threshold: int = 5_000_000
     keep_versions: int = 3

@@ -27,7 +27,6 @@ from dmlqa.index.embed import (
     model_dir,
     text_sha256,
 )
-from dmlqa.index.lexical import LexicalIndex
 from dmlqa.index.versions import (
     IndexVersion,
     check_version,
@@ -50,7 +49,6 @@ __all__ = [
     "EmbeddingCache",
     "Encoder",
     "IndexVersion",
-    "LexicalIndex",
     "TokenCounter",
     "VectorSource",
     "ann",

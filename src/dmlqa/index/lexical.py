@@ -1,6 +1,6 @@
-"""The sparse half of hybrid search: BM25 over chunk texts (bm25s).
+"""The sparse half of hybrid search: how texts become BM25 terms (:mod:`dmlqa.index.postings` scores them).
 
-Kept apart from the dense index so each can be tested and measured alone. Tokenisation is ours
+Tokenisation is ours
 (shared by indexing and querying, so they can never drift apart): lower-case word tokens, single
 characters kept (``ZeRO-3`` → ``zero``, ``3``), snake_case names kept whole and split into their
 words, English stop words dropped, Snowball-stemmed.
@@ -10,11 +10,7 @@ from __future__ import annotations
 
 import logging
 import re
-from collections.abc import Sequence
 from functools import lru_cache
-from pathlib import Path
-
-import numpy as np
 
 _TOKEN = re.compile(r"(?u)\b\w+\b")
 
@@ -42,50 +38,34 @@ def _bm25s():  # noqa: ANN202
     return bm25s
 
 
-def tokenize(text: str) -> list[str]:
-    """BM25 tokens of ``text`` (stemmed, stop words dropped)."""
+#: Tokens of each word seen, so that a corpus stems each distinct word once: words repeat far more
+#: than they vary, and the per-word rules and the stemmer call were most of indexing's tokenising time.
+#: Cleared when full; a word's tokens depend on nothing else, so a hit is the same answer.
+_WORD_TOKENS: dict[str, tuple[str, ...]] = {}
+_WORD_TOKENS_MAX = 500_000
+
+
+def _word_tokens(w: str) -> tuple[str, ...]:
+    """BM25 tokens of one lower-cased word (none for a stop word)."""
     stop = _stopwords()
     words: list[str] = []
-    for w in _TOKEN.findall(text.lower()):
-        if "_" in w:  # snake_case identifiers: the whole name and its words (shard_map → shard, map)
-            words.extend(p for p in w.split("_") if p and p not in stop)
-        if w not in stop and len(w) < 40:
-            words.append(w)
+    if "_" in w:  # snake_case identifiers: the whole name and its words (shard_map → shard, map)
+        words.extend(p for p in w.split("_") if p and p not in stop)
+    if w not in stop and len(w) < 40:
+        words.append(w)
     stemmer = _stemmer()
-    return stemmer.stemWords(words) if stemmer else words
+    return tuple(stemmer.stemWords(words) if stemmer else words)
 
 
-class LexicalIndex:
-    """BM25 scores for every chunk row; rows line up with the dense index's ids."""
-
-    def __init__(self, bm25) -> None:  # noqa: ANN001 - bm25s.BM25
-        self._bm25 = bm25
-        self._vocab: frozenset[str] | None = None
-
-    @classmethod
-    def build(cls, texts: Sequence[str]) -> LexicalIndex:
-        bm25 = _bm25s().BM25(k1=1.2, b=0.75)
-        # An empty token list would make a chunk invisible but must keep its row number.
-        bm25.index([tokenize(t) or ["\u2205"] for t in texts], show_progress=False)
-        return cls(bm25)
-
-    def save(self, path: Path) -> None:
-        self._bm25.save(str(path))
-
-    @classmethod
-    def load(cls, path: Path) -> LexicalIndex:
-        return cls(_bm25s().BM25.load(str(path), mmap=True, show_progress=False))
-
-    def vocabulary(self) -> frozenset[str]:
-        """Every token that occurs in some chunk (tokenised as :func:`tokenize` does)."""
-        if getattr(self, "_vocab", None) is None:
-            self._vocab = frozenset(self._bm25.vocab_dict)
-        return self._vocab
-
-    def scores(self, query: str) -> np.ndarray:
-        """One BM25 score per chunk row (zeros when no query term is in the index)."""
-        tokens = tokenize(query)
-        n = int(self._bm25.scores["num_docs"])
-        if not tokens:
-            return np.zeros(n, dtype=np.float32)
-        return np.asarray(self._bm25.get_scores(tokens), dtype=np.float32)
+def tokenize(text: str) -> list[str]:
+    """BM25 tokens of ``text`` (stemmed, stop words dropped)."""
+    memo = _WORD_TOKENS
+    out: list[str] = []
+    for w in _TOKEN.findall(text.lower()):
+        tokens = memo.get(w)
+        if tokens is None:
+            if len(memo) >= _WORD_TOKENS_MAX:
+                memo.clear()
+            tokens = memo[w] = _word_tokens(w)
+        out.extend(tokens)
+    return out

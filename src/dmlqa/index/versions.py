@@ -3,69 +3,91 @@
 Layout::
 
     index/
-      CURRENT                 name of the published version (replaced atomically)
-      versions/<name>/        one complete version: meta.json, dense.faiss, bm25/, store.sqlite
-      versions/.building-*    a version being written (never read; removed when stale)
-      cache/embeddings.sqlite vectors by (encoder, sha256 of text), shared by all versions
+      CURRENT                  name of the published version (replaced atomically)
+      versions/<name>/         one complete version:
+        meta.json              the manifest: its segments, their deleted rows, counts, how it was built
+        store.sqlite           its documents (where each one's rows are) and the citation graph
+        lexicon/               BM25 collection statistics over its live rows (dmlqa.index.postings)
+        segments/<id>/         immutable segments (dmlqa.index.segments), hard links shared between versions
+      versions/.building-*     a version being written (never read; removed when stale)
+      cache/embeddings.sqlite  vectors by (encoder, sha256 of text), shared by all versions
 
-A build writes a whole new version into a ``.building-`` folder, renames it into place (atomic
-on one file system) and only then replaces ``CURRENT`` with ``os.replace``. A reader resolves
-``CURRENT`` once and opens that folder, so it sees the old version or the new one, never a mix;
-versions are kept for a while after they stop being current, so a reader that opened one just
-before a publish can finish with it.
+A build (:mod:`dmlqa.index.writer`) writes a new version into a ``.building-`` folder, renames it into
+place (atomic on one file system) and only then replaces ``CURRENT`` with ``os.replace``. A reader
+resolves ``CURRENT`` once and opens that folder — every file of it, at once — so it sees the old version
+or the new one, never a mix, and a version pruned while a reader holds it keeps serving that reader
+(hard-linked and open files outlive their names).
 """
 
 from __future__ import annotations
 
 import json
-import logging
 import os
 import shutil
 import sqlite3
 import time
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
-from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 
-from dmlqa.errors import DiskFullError, IndexDamagedError, IndexMissingError, NothingToBuildError, is_disk_full
+from dmlqa.errors import DiskFullError, IndexDamagedError, IndexMissingError, is_disk_full
 from dmlqa.extract.sentences import Sentence
 from dmlqa.index.ann import choose_index_type
-from dmlqa.index.citation_table import CitationRecord, has_citations, read_citations, write_citations
-from dmlqa.index.lexical import LexicalIndex
+from dmlqa.index.citation_table import CitationRecord, has_citations, read_citations
+from dmlqa.index.postings import Lexicon, score
+from dmlqa.index.segments import HNSW_EF_SEARCH, HNSW_M, Segment, fsync_dir, top_k
+from dmlqa.index.writer import BUILDING_PREFIX, FORMAT, VersionWriter, dense_text, new_version_name
 from dmlqa.models import Chunk, CitationLink, Document, shown_url
 from dmlqa.paths import CURRENT, VERSIONS
 
-log = logging.getLogger(__name__)
-
-BUILDING_PREFIX = ".building-"
-FORMAT = 1
-
-#: HNSW parameters for big indexes (see bench/ for the recall/latency trade-off measured here).
-HNSW_M = 32
-HNSW_EF_CONSTRUCTION = 80
-HNSW_EF_SEARCH = 128
+__all__ = [
+    "BUILDING_PREFIX", "CURRENT", "FORMAT", "HNSW_EF_SEARCH", "HNSW_M", "VERSIONS", "ChunkRecord", "DocRecord",
+    "IndexVersion", "SentenceRecord", "check_version", "choose_index_type", "current_version", "dense_text",
+    "list_versions", "new_version_name", "open_current", "prune", "publish", "read_meta", "remove_version",
+    "write_version",
+]
 
 
-def dense_text(title: str, section: str | None, text: str) -> str:
-    """What the embedding model reads for a chunk: its passage under its document title.
+def write_version(
+    index_dir: Path, documents: Sequence[Document], chunks: Sequence[Chunk], vectors: np.ndarray,
+    meta: dict[str, Any], *, ann_threshold: int, ivfpq_threshold: int | None = None, name: str | None = None,
+    sentences: Sequence[tuple[int, Sentence]] = (), sentence_vectors: np.ndarray | None = None,
+    citations: Sequence[tuple[CitationLink, str]] = (),
+) -> str:
+    """Write a complete version from scratch (not yet published), every document added anew; its name.
 
-    A passage such as "It partitions the optimizer states ..." says nothing of what "it" is; the
-    title and section put it back in context (measured on the dev questions, see bench/).
+    ``chunks[i]`` has vector ``vectors[i]``; ``sentences`` are the quotable sentences as (ordinal in
+    their document, sentence) with ``sentence_vectors[i]`` for ``sentences[i]``. The build itself goes
+    through :class:`~dmlqa.index.writer.VersionWriter` document by document, reusing what did not change;
+    this is that writer with nothing to reuse, for tests and tools.
     """
-    head = title if not section or section == title else f"{title} — {section}"
-    return f"{head}\n{text}"
-
-
-# -- writing --------------------------------------------------------------------------------------
-
-
-def new_version_name(now: datetime | None = None) -> str:
-    now = now or datetime.now(UTC)
-    return now.strftime("v%Y%m%dT%H%M%S%fZ")
+    if len(chunks) != len(vectors):
+        raise ValueError(f"{len(chunks)} chunks but {len(vectors)} vectors")
+    if sentence_vectors is None:
+        sentence_vectors = np.zeros((0, vectors.shape[1] if vectors.ndim == 2 else 0), dtype=np.float32)
+    if len(sentences) != len(sentence_vectors):
+        raise ValueError(f"{len(sentences)} sentences but {len(sentence_vectors)} sentence vectors")
+    by_doc: dict[str, list[int]] = {}
+    for i, c in enumerate(chunks):
+        by_doc.setdefault(c.doc_id, []).append(i)
+    sent_by_doc: dict[str, list[int]] = {}
+    for i, (_, s) in enumerate(sentences):
+        sent_by_doc.setdefault(s.doc_id, []).append(i)
+    dim = int(vectors.shape[1]) if vectors.ndim == 2 else 0
+    with VersionWriter(index_dir, None, ann_threshold=ann_threshold, ivfpq_threshold=ivfpq_threshold,
+                       segment_rows=max(1, len(chunks)), name=name, dim=dim) as writer:
+        for d in documents:
+            rows = by_doc.get(d.doc_id, [])
+            srows = sent_by_doc.get(d.doc_id, [])
+            writer.add(d.doc_id, "", [chunks[i] for i in rows],
+                       [dense_text(d.title, chunks[i].section, chunks[i].text) for i in rows],
+                       vectors[rows] if rows else np.zeros((0, dim), dtype=np.float32),
+                       [sentences[i] for i in srows],
+                       sentence_vectors[srows] if srows else np.zeros((0, dim), dtype=np.float32))
+        return writer.finish(documents, meta, citations)
 
 
 def _pid_alive(pid: int) -> bool:
@@ -76,222 +98,6 @@ def _pid_alive(pid: int) -> bool:
     except PermissionError:
         return True
     return True
-
-
-def build_faiss(vectors: np.ndarray, index_type: str):  # noqa: ANN201 - faiss.Index
-    import faiss
-
-    dim = int(vectors.shape[1])
-    if index_type == "ivfpq":
-        from dmlqa.index.ann import build_ivfpq
-
-        return build_ivfpq(vectors)
-    if index_type == "hnsw":
-        index = faiss.IndexHNSWFlat(dim, HNSW_M, faiss.METRIC_INNER_PRODUCT)
-        index.hnsw.efConstruction = HNSW_EF_CONSTRUCTION
-        index.hnsw.efSearch = HNSW_EF_SEARCH
-    else:
-        index = faiss.IndexFlatIP(dim)
-    if len(vectors):
-        index.add(np.ascontiguousarray(vectors, dtype=np.float32))
-    return index
-
-
-_SCHEMA = """
-CREATE TABLE documents (
-    doc_id TEXT PRIMARY KEY, url TEXT, source_url TEXT, title TEXT, kind TEXT, content_type TEXT,
-    authors TEXT, venue TEXT, year INTEGER, topics TEXT, is_card INTEGER, sha256 TEXT,
-    n_chunks INTEGER, first_row INTEGER, aliases TEXT, lists TEXT
-);
-CREATE TABLE chunks (
-    row INTEGER PRIMARY KEY, chunk_id TEXT UNIQUE, doc_id TEXT, text TEXT, page INTEGER,
-    section TEXT, start INTEGER, "end" INTEGER
-);
-CREATE INDEX chunks_doc ON chunks(doc_id);
-CREATE TABLE sentences (
-    row INTEGER PRIMARY KEY, doc_id TEXT, ordinal INTEGER, start INTEGER, "end" INTEGER, page INTEGER,
-    section TEXT, text TEXT, role TEXT
-);
-CREATE INDEX sentences_doc ON sentences(doc_id, start);
-CREATE TABLE citations (
-    row INTEGER PRIMARY KEY, citing TEXT, ordinal INTEGER, reference TEXT, cited TEXT, context TEXT, how TEXT,
-    work TEXT
-);
-CREATE INDEX citations_citing ON citations(citing, ordinal);
-CREATE INDEX citations_cited ON citations(cited);
-"""
-
-
-def write_version(
-    index_dir: Path,
-    documents: Sequence[Document],
-    chunks: Sequence[Chunk],
-    vectors: np.ndarray,
-    meta: dict[str, Any],
-    *,
-    ann_threshold: int,
-    ivfpq_threshold: int | None = None,
-    name: str | None = None,
-    sentences: Sequence[tuple[int, Sentence]] = (),
-    sentence_vectors: np.ndarray | None = None,
-    citations: Sequence[tuple[CitationLink, str]] = (),
-) -> str:
-    """Write a complete version folder (not yet published); return its name.
-
-    ``chunks[i]`` has vector ``vectors[i]`` and gets row ``i`` in every part of the index.
-    ``sentences`` are the quotable sentences as (ordinal in their document, sentence), with
-    ``sentence_vectors[i]`` for ``sentences[i]``: the extractive answerer reads both, so that
-    answering embeds nothing but the question. ``citations`` are the citation graph's links with the
-    work each names (:mod:`dmlqa.pipeline.graph`): stored with the version so that ``cites``,
-    ``cited-by`` and ``related`` read the graph of the texts they search.
-    """
-    if len(chunks) != len(vectors):
-        raise ValueError(f"{len(chunks)} chunks but {len(vectors)} vectors")
-    if not chunks:
-        raise NothingToBuildError(
-            "nothing to index: no document gave any text (see the failed resources above); "
-            "add documents with `dmlqa add FILE` or resources with `dmlqa catalog import LIST.md`"
-        )
-    versions = index_dir / VERSIONS
-    name = name or new_version_name()
-    tmp = versions / f"{BUILDING_PREFIX}{name}-{os.getpid()}"
-    try:
-        versions.mkdir(parents=True, exist_ok=True)
-        tmp.mkdir()
-        _write_parts(tmp, documents, chunks, vectors, meta, name, ann_threshold, ivfpq_threshold)
-        _write_sentences(tmp, sentences, sentence_vectors)
-        _write_citations(tmp, citations)
-        final = versions / name
-        os.rename(tmp, final)
-        _fsync_dir(versions)
-    except BaseException as exc:
-        full = is_disk_full(exc, versions)  # asked first: removing the folder frees the space SQLite's test reads
-        shutil.rmtree(tmp, ignore_errors=True)  # never leave a half-written version behind
-        if full:
-            raise DiskFullError(
-                f"disk full while writing index version {name} in {versions}: free space and run again "
-                "(the published version is unchanged)"
-            ) from None
-        raise
-    return name
-
-
-def _write_parts(
-    tmp: Path,
-    documents: Sequence[Document],
-    chunks: Sequence[Chunk],
-    vectors: np.ndarray,
-    meta: dict[str, Any],
-    name: str,
-    ann_threshold: int,
-    ivfpq_threshold: int | None,
-) -> None:
-    import faiss
-
-    index_type = choose_index_type(len(vectors), ann_threshold, ivfpq_threshold)
-    dense = build_faiss(vectors, index_type)
-    faiss.write_index(dense, str(tmp / "dense.faiss"))
-    # BM25 sees the same title and section context as the dense model: a passage about "it" is
-    # found by the name of the thing it is about, and every name in a title is in the vocabulary.
-    LexicalIndex.build([dense_text(c.title, c.section, c.text) for c in chunks]).save(tmp / "bm25")
-
-    db = sqlite3.connect(str(tmp / "store.sqlite"))
-    db.executescript(_SCHEMA)
-    first_row: dict[str, int] = {}
-    counts: dict[str, int] = {}
-    for row, c in enumerate(chunks):
-        first_row.setdefault(c.doc_id, row)
-        counts[c.doc_id] = counts.get(c.doc_id, 0) + 1
-    db.executemany(
-        "INSERT INTO documents VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)",
-        [
-            (
-                d.doc_id, d.url, d.source_url, d.title, d.kind, d.content_type,
-                json.dumps(list(d.authors), ensure_ascii=False), d.venue, d.year,
-                json.dumps(list(d.topics), ensure_ascii=False), int(d.is_card), d.sha256,
-                counts.get(d.doc_id, 0), first_row.get(d.doc_id),
-                json.dumps(list(d.aliases), ensure_ascii=False), json.dumps(list(d.lists), ensure_ascii=False),
-            )
-            for d in documents
-        ],
-    )
-    db.executemany(
-        "INSERT INTO chunks VALUES (?,?,?,?,?,?,?,?)",
-        [(i, c.chunk_id, c.doc_id, c.text, c.page, c.section, c.start, c.end) for i, c in enumerate(chunks)],
-    )
-    db.commit()
-    db.close()
-
-    full_meta = {
-        **meta,
-        "format": FORMAT,
-        "version": name,
-        "built_at": datetime.now(UTC).isoformat(timespec="seconds"),
-        "index_type": index_type,
-        "hnsw": {"M": HNSW_M, "efSearch": HNSW_EF_SEARCH} if index_type == "hnsw" else None,
-        "ann_threshold": ann_threshold,
-        **({"ivfpq": _ivfpq_params(dense)} if index_type == "ivfpq" else {}),
-        "dim": int(vectors.shape[1]) if vectors.ndim == 2 else 0,
-        "chunks": len(chunks),
-        "documents": sum(1 for d in documents if not d.is_card),
-        "cards": sum(1 for d in documents if d.is_card),
-    }
-    (tmp / "meta.json").write_text(json.dumps(full_meta, indent=2, ensure_ascii=False), encoding="utf-8")
-    _fsync_tree(tmp)
-
-
-def _write_sentences(tmp: Path, sentences: Sequence[tuple[int, Sentence]], vectors: np.ndarray | None) -> None:
-    if vectors is None:
-        vectors = np.zeros((0, 0), dtype=np.float32)
-    if len(sentences) != len(vectors):
-        raise ValueError(f"{len(sentences)} sentences but {len(vectors)} sentence vectors")
-    db = sqlite3.connect(str(tmp / "store.sqlite"))
-    db.executemany(
-        "INSERT INTO sentences VALUES (?,?,?,?,?,?,?,?,?)",
-        [(i, s.doc_id, o, s.start, s.end, s.page, s.section, s.text, s.role) for i, (o, s) in enumerate(sentences)],
-    )
-    db.commit()
-    db.close()
-    np.save(tmp / "sentences.npy", np.ascontiguousarray(vectors, dtype=np.float32))
-    meta_path = tmp / "meta.json"
-    meta = json.loads(meta_path.read_text(encoding="utf-8"))
-    meta["sentences"] = len(sentences)
-    meta_path.write_text(json.dumps(meta, indent=2, ensure_ascii=False), encoding="utf-8")
-    _fsync_tree(tmp)
-
-
-def _write_citations(tmp: Path, citations: Sequence[tuple[CitationLink, str]]) -> None:
-    write_citations(tmp, citations)
-    meta_path = tmp / "meta.json"
-    meta = json.loads(meta_path.read_text(encoding="utf-8"))
-    meta["citations"] = len(citations)
-    meta_path.write_text(json.dumps(meta, indent=2, ensure_ascii=False), encoding="utf-8")
-    _fsync_tree(tmp)
-
-
-def _ivfpq_params(index) -> dict[str, Any]:  # noqa: ANN001 - faiss.Index
-    from dmlqa.index.ann import params
-
-    return params(index)
-
-
-def _fsync_tree(path: Path) -> None:
-    for f in path.rglob("*"):
-        if f.is_file():
-            fd = os.open(f, os.O_RDONLY)
-            try:
-                os.fsync(fd)
-            finally:
-                os.close(fd)
-    _fsync_dir(path)
-
-
-def _fsync_dir(path: Path) -> None:
-    fd = os.open(path, os.O_RDONLY)
-    try:
-        os.fsync(fd)
-    finally:
-        os.close(fd)
 
 
 def publish(index_dir: Path, name: str) -> None:
@@ -312,7 +118,7 @@ def publish(index_dir: Path, name: str) -> None:
                 "again (the published version is unchanged)"
             ) from None
         raise
-    _fsync_dir(index_dir)
+    fsync_dir(index_dir)
 
 
 def remove_version(index_dir: Path, name: str) -> None:
@@ -390,11 +196,14 @@ def read_meta(path: Path) -> dict[str, Any]:
         raise IndexDamagedError(path.name, f"meta.json is not valid JSON ({_short(exc)})") from None
     if not isinstance(meta, dict) or not isinstance(meta.get("version"), str):
         raise IndexDamagedError(path.name, "meta.json is not an index description (no version)")
+    if meta.get("format") != FORMAT or not isinstance(meta.get("segments"), list):
+        raise IndexDamagedError(path.name, f"it is in index format {meta.get('format')}, this dmlqa reads {FORMAT}: "
+                                           "run `dmlqa build` to rebuild it")
     return meta
 
 
 def check_version(path: Path) -> dict[str, Any]:
-    """Open a version fully (meta, FAISS, BM25, store) to tell whether it is readable; return its meta."""
+    """Open a version fully (meta, segments, lexicon, store) to tell whether it is readable; return its meta."""
     version = IndexVersion(path)
     version.close()
     return version.meta
@@ -426,7 +235,7 @@ class DocRecord:
     topics: tuple[str, ...]
     is_card: bool
     n_chunks: int
-    first_row: int | None
+    first_row: int | None  # the first of its rows in the version (a document's rows are contiguous)
     aliases: tuple[str, ...] = ()  # every URL the work is known by (see dmlqa.pipeline.works)
     lists: tuple[str, ...] = ()
 
@@ -436,8 +245,50 @@ class DocRecord:
         return shown_url(self.url, self.source_url)
 
 
+@dataclass(frozen=True)
+class SentenceRecord:
+    row: int  # in the version (the segment's offset added)
+    doc_id: str
+    ordinal: int  # position among all the document's sentences (quotable or not)
+    start: int
+    end: int
+    page: int | None
+    section: str | None
+    text: str
+    role: str
+
+
+class _Lexical:
+    """BM25 over a version's segments with its collection statistics (:mod:`dmlqa.index.postings`)."""
+
+    def __init__(self, version: IndexVersion, lexicon: Lexicon) -> None:
+        self._version = version
+        self.lexicon = lexicon
+        self._vocab: frozenset[str] | None = None
+
+    def scores(self, query: str) -> np.ndarray:
+        """One BM25 score per row of the version; 0 for deleted rows and when no query term is indexed."""
+        v = self._version
+        out = score(query, self.lexicon, [(s.postings, int(o)) for s, o in zip(v.segments, v.offsets, strict=False)],
+                    v.size)
+        out[~v.live] = 0.0
+        return out
+
+    def vocabulary(self) -> frozenset[str]:
+        """Every token some live passage holds (tokenised as :func:`dmlqa.index.lexical.tokenize` does)."""
+        if self._vocab is None:
+            self._vocab = self.lexicon.vocabulary()
+        return self._vocab
+
+
 class IndexVersion:
-    """One opened, immutable version: dense + BM25 + metadata, safe to share between threads."""
+    """One opened, immutable version over its segments; safe to share between threads.
+
+    Rows are numbered across segments (each segment's rows follow the previous one's); rows of deleted
+    passages keep their numbers but are never returned. Everything per row is a NumPy array
+    (memory-mapped where it is stored): ``row_doc[r]`` is the position in ``doc_ids`` of the document
+    that owns row ``r``, -1 for a deleted row.
+    """
 
     def __init__(self, path: Path) -> None:
         import faiss
@@ -447,117 +298,217 @@ class IndexVersion:
         faiss.omp_set_num_threads(1)
         self.path = path
         self.name = path.name
-        self._sentence_vectors: np.ndarray | None = None
         self.meta: dict[str, Any] = read_meta(path)
+        self.segments: list[Segment] = []
         try:
-            self.dense = faiss.read_index(str(path / "dense.faiss"))
-            if self.meta.get("index_type") == "hnsw":
-                self.dense.hnsw.efSearch = int((self.meta.get("hnsw") or {}).get("efSearch", HNSW_EF_SEARCH))
-            elif self.meta.get("index_type") == "ivfpq":
-                from dmlqa.index.ann import enable_reconstruct, set_search_params
+            for info in self.meta["segments"]:
+                self.segments.append(Segment(path / "segments" / str(info["id"]), self.name))
+        except BaseException:
+            self.close()
+            raise
+        sizes = [s.rows for s in self.segments]
+        self.offsets = np.concatenate(([0], np.cumsum(sizes))).astype(np.int64)
+        self.sentence_offsets = np.concatenate(([0], np.cumsum([s.n_sentences for s in self.segments]))).astype(
+            np.int64)
+        self._seg_index = {s.folder.name: i for i, s in enumerate(self.segments)}
+        self.dim = int(self.meta.get("dim") or next((s.dim for s in self.segments if s.dim), 0))
+        self._read_documents()
+        stats = self.meta.get("lexicon") or {}
+        try:
+            lexicon = Lexicon.load(path / "lexicon", int(stats.get("rows", 0)), float(stats.get("mean_length", 1.0)))
+        except (OSError, ValueError) as exc:
+            self.close()
+            raise IndexDamagedError(self.name, f"lexicon/ cannot be read ({_short(exc)})") from None
+        self.lexical = _Lexical(self, lexicon)
 
-                set_search_params(self.dense, self.meta.get("ivfpq") or {})
-                enable_reconstruct(self.dense)
-        except (RuntimeError, MemoryError, OSError, ValueError, TypeError, AttributeError) as exc:
-            raise IndexDamagedError(self.name, f"dense.faiss cannot be read ({_short(exc)})") from None
-        chunks_meta = self.meta.get("chunks")
-        if isinstance(chunks_meta, int) and chunks_meta != self.dense.ntotal:
-            raise IndexDamagedError(
-                self.name, f"dense.faiss holds {self.dense.ntotal} vectors but meta.json says {chunks_meta} chunks"
-            )
+    def _read_documents(self) -> None:
         try:
-            self.lexical = LexicalIndex.load(path / "bm25")
-        except Exception as exc:  # noqa: BLE001 - bm25s raises whatever numpy/json raise on a bad file
-            raise IndexDamagedError(self.name, f"bm25/ cannot be read ({_short(exc)})") from None
+            self._db = sqlite3.connect(f"file:{self.path / 'store.sqlite'}?mode=ro", uri=True, check_same_thread=False)
+            rows = self._db.execute(
+                "SELECT doc_id, url, source_url, title, kind, content_type, authors, venue, year, topics, is_card, "
+                "n_chunks, aliases, lists, segment, first_row, first_sentence, n_sentences, sha256 FROM documents"
+            ).fetchall()
+        except sqlite3.Error as exc:
+            self.close()
+            raise IndexDamagedError(self.name, f"store.sqlite cannot be read ({_short(exc)})") from None
+        self.docs: dict[str, DocRecord] = {}
+        self.doc_ids: list[str] = []
+        self._placement: dict[str, tuple[int, int, int, int, int]] = {}  # segment, first row, n, first sentence, n
+        self._sha: dict[str, str | None] = {}
+        self.row_doc = np.full(self.size, -1, dtype=np.int32)
         try:
-            self._db = sqlite3.connect(f"file:{path / 'store.sqlite'}?mode=ro", uri=True, check_same_thread=False)
-            self.docs: dict[str, DocRecord] = {}
-            # Versions written before aliases and lists were stored read as having none.
-            columns = {c[1] for c in self._db.execute("PRAGMA table_info(documents)")}
-            extra = "aliases, lists" if {"aliases", "lists"} <= columns else "NULL, NULL"
-            for r in self._db.execute(
-                "SELECT doc_id, url, source_url, title, kind, content_type, authors, venue, year, topics, "
-                f"is_card, n_chunks, first_row, {extra} FROM documents"
-            ):
+            for r in rows:
+                seg = self._seg_index.get(r[14]) if r[14] else None
+                if r[14] and seg is None:
+                    raise ValueError(f"document {r[0]} is in segment {r[14]}, which the manifest does not list")
+                n = int(r[11] or 0)
+                first = int(self.offsets[seg]) + int(r[15]) if seg is not None else None
+                if seg is not None and (int(r[15]) < 0 or int(r[15]) + n > self.segments[seg].rows):
+                    raise ValueError(f"document {r[0]}'s rows lie outside segment {r[14]}")
                 self.docs[r[0]] = DocRecord(
                     r[0], r[1], r[2], r[3], r[4], r[5], tuple(json.loads(r[6] or "[]")), r[7], r[8],
-                    tuple(json.loads(r[9] or "[]")), bool(r[10]), r[11], r[12],
-                    tuple(json.loads(r[13] or "[]")), tuple(json.loads(r[14] or "[]")),
+                    tuple(json.loads(r[9] or "[]")), bool(r[10]), n, first,
+                    tuple(json.loads(r[12] or "[]")), tuple(json.loads(r[13] or "[]")),
                 )
-            self.row_doc = np.empty(self.dense.ntotal, dtype=object)
-            n_rows = 0
-            for row, doc_id in self._db.execute("SELECT row, doc_id FROM chunks"):
-                self.row_doc[row] = doc_id
-                n_rows += 1
-        except (sqlite3.Error, ValueError, TypeError, IndexError) as exc:
-            raise IndexDamagedError(self.name, f"store.sqlite cannot be read ({_short(exc)})") from None
-        if n_rows != self.dense.ntotal:
-            raise IndexDamagedError(
-                self.name, f"store.sqlite holds {n_rows} chunks but dense.faiss {self.dense.ntotal} vectors"
-            )
+                if seg is not None and n:
+                    self.row_doc[first : first + n] = len(self.doc_ids)
+                    self._placement[r[0]] = (seg, int(r[15]), n, int(r[16] or 0), int(r[17] or 0))
+                self.doc_ids.append(r[0])
+                self._sha[r[0]] = r[18] or None
+        except (ValueError, TypeError, IndexError) as exc:
+            self.close()
+            raise IndexDamagedError(self.name, f"store.sqlite does not match the segments ({_short(exc)})") from None
+        self.live = self.row_doc >= 0
+        live = int(self.live.sum())
+        if isinstance(self.meta.get("chunks"), int) and live != self.meta["chunks"]:
+            self.close()
+            raise IndexDamagedError(self.name, f"its documents own {live} rows but meta.json says "
+                                               f"{self.meta['chunks']} chunks")
+        self._doc_kind = np.array([self.docs[d].kind.lower() for d in self.doc_ids], dtype=object)
+        self._doc_year = np.array([self.docs[d].year or -1 for d in self.doc_ids], dtype=np.int32)
 
     @property
     def size(self) -> int:
-        return int(self.dense.ntotal)
+        """Rows in the version's segments, deleted ones included (row numbers run up to this)."""
+        return int(self.offsets[-1])
+
+    # -- rows and documents --------------------------------------------------------------------------
+    def doc_of(self, row: int) -> str | None:
+        """The document owning ``row`` (None for a deleted row)."""
+        i = int(self.row_doc[int(row)])
+        return self.doc_ids[i] if i >= 0 else None
+
+    def doc_mask(self, keep: Iterable[str] | None = None, *, kinds: Iterable[str] = (), since: int | None = None,
+                 until: int | None = None, undated: bool = True) -> np.ndarray:
+        """A bool per document (in ``doc_ids`` order): in ``keep`` (None: all), of one of ``kinds``, in the
+        year range (``undated``: whether an unknown year passes it). Vectorised over the documents."""
+        mask = np.ones(len(self.doc_ids), dtype=bool)
+        if keep is not None:
+            wanted = set(keep)
+            mask &= np.fromiter((d in wanted for d in self.doc_ids), dtype=bool, count=len(self.doc_ids))
+        kinds = [k.lower() for k in kinds]
+        if kinds:
+            mask &= np.isin(self._doc_kind, kinds)
+        if since or until:
+            known = self._doc_year >= 0
+            in_range = known & (self._doc_year >= (since or 0)) & (self._doc_year <= (until or 10**6))
+            mask &= in_range | (~known & undated)
+        return mask
+
+    def row_mask(self, doc_mask: np.ndarray) -> np.ndarray:
+        """A bool per row: live and owned by a document ``doc_mask`` keeps (one gather, no Python loop)."""
+        return np.append(doc_mask, False)[self.row_doc]
+
+    def _locate(self, rows: Iterable[int]) -> dict[int, list[tuple[int, int]]]:
+        """Global rows grouped by segment as (global, local) pairs."""
+        rows = np.asarray(list(rows), dtype=np.int64)
+        seg = np.searchsorted(self.offsets, rows, side="right") - 1
+        out: dict[int, list[tuple[int, int]]] = {}
+        for r, s in zip(rows.tolist(), seg.tolist(), strict=True):
+            out.setdefault(s, []).append((r, r - int(self.offsets[s])))
+        return out
 
     def chunks(self, rows: Iterable[int]) -> dict[int, ChunkRecord]:
-        rows = [int(r) for r in rows]
         out: dict[int, ChunkRecord] = {}
-        try:
-            for s in range(0, len(rows), 500):
-                part = rows[s : s + 500]
-                marks = ",".join("?" * len(part))
-                for r in self._db.execute(
-                    f'SELECT row, chunk_id, doc_id, text, page, section, start, "end" FROM chunks '
-                    f"WHERE row IN ({marks})",
-                    part,
-                ):
-                    out[r[0]] = ChunkRecord(*r)
-        except sqlite3.DatabaseError as exc:
-            raise IndexDamagedError(self.name, f"store.sqlite cannot be read ({_short(exc)})") from None
+        for s, pairs in self._locate(rows).items():
+            off = int(self.offsets[s])
+            for c in self.segments[s].chunks([local for _, local in pairs]):
+                out[off + c.row] = ChunkRecord(off + c.row, c.chunk_id, c.doc_id, c.text, c.page, c.section,
+                                               c.start, c.end)
         return out
 
     def doc_sha256(self, doc_id: str) -> str | None:
         """The sha256 of the source bytes ``doc_id``'s text was extracted from, as this version indexed it:
         what tells the archived bytes (and the stored text) of this version from a later build's."""
-        row = self._db.execute("SELECT sha256 FROM documents WHERE doc_id=?", (doc_id,)).fetchone()
-        return row[0] if row and row[0] else None
+        return self._sha.get(doc_id)
 
     def doc_rows(self, doc_id: str) -> list[int]:
-        return [r for (r,) in self._db.execute("SELECT row FROM chunks WHERE doc_id=? ORDER BY row", (doc_id,))]
+        place = self._placement.get(doc_id)
+        if place is None:
+            return []
+        first = int(self.offsets[place[0]]) + place[1]
+        return list(range(first, first + place[2]))
 
+    # -- vectors -------------------------------------------------------------------------------------
     def vectors(self, rows: Sequence[int]) -> np.ndarray:
-        """Stored vectors of some rows (flat and HNSW-flat indexes keep them exactly, IVF-PQ approximately)."""
-        if not rows:
-            return np.zeros((0, self.dense.d), dtype=np.float32)
-        return np.vstack([self.dense.reconstruct(int(r)) for r in rows]).astype(np.float32)
+        """Stored vectors of some rows (flat and HNSW segments keep them exactly, IVF-PQ approximately)."""
+        rows = np.asarray(list(rows), dtype=np.int64)
+        out = np.zeros((len(rows), self.dim), dtype=np.float32)
+        seg = np.searchsorted(self.offsets, rows, side="right") - 1
+        for s in np.unique(seg).tolist():
+            pick = np.flatnonzero(seg == s)
+            out[pick] = self.segments[s].vectors(rows[pick] - int(self.offsets[s]))
+        return out
 
+    def vector_block(self, start: int, n: int) -> np.ndarray:
+        """Rows ``start .. start + n`` in as few reads as the segments allow (a pass over the whole index)."""
+        parts = []
+        end = start + n
+        for s, seg in enumerate(self.segments):
+            lo, hi = max(start, int(self.offsets[s])), min(end, int(self.offsets[s + 1]))
+            if lo < hi:
+                parts.append(seg.block(lo - int(self.offsets[s]), hi - lo))
+        return np.concatenate(parts) if parts else np.zeros((0, self.dim), dtype=np.float32)
+
+    def dense_search(self, q: np.ndarray, n: int, allowed: np.ndarray | None = None) -> list[tuple[int, float]]:
+        """The ``n`` nearest live rows to ``q`` (inner product) among ``allowed`` rows (None: all live rows)."""
+        q = np.asarray(q, dtype=np.float32)
+        rows: list[np.ndarray] = []
+        scores: list[np.ndarray] = []
+        for s, seg in enumerate(self.segments):
+            lo, hi = int(self.offsets[s]), int(self.offsets[s + 1])
+            mask = (allowed if allowed is not None else self.live)[lo:hi]
+            if not mask.any():
+                continue
+            local, sc = seg.search(q, n, None if mask.all() else mask)
+            rows.append(local + lo)
+            scores.append(sc)
+        if not rows:
+            return []
+        all_rows, all_scores = np.concatenate(rows), np.concatenate(scores)
+        order = np.argsort(-all_scores, kind="stable")[:n]
+        return [(int(all_rows[i]), float(all_scores[i])) for i in order]
+
+    def top_lexical(self, scores: np.ndarray, n: int) -> list[tuple[int, float]]:
+        """The ``n`` best rows of a BM25 score array (argpartition, no full sort); zero scores never rank."""
+        return [(int(r), float(scores[r])) for r in top_k(scores, n)]
+
+    # -- sentences -------------------------------------------------------------------------------------
     @property
     def has_sentences(self) -> bool:
-        """Versions built before sentences were stored have none (the answerer then splits chunks)."""
-        return bool(self.meta.get("sentences")) and (self.path / "sentences.npy").is_file()
+        return bool(self.meta.get("sentences"))
+
+    def _sentence(self, s: int, row: Any) -> SentenceRecord:
+        return SentenceRecord(int(self.sentence_offsets[s]) + row.row, row.doc_id, row.ordinal, row.start, row.end,
+                              row.page, row.section, row.text, row.role)
 
     def sentences_in(self, doc_id: str, start: int, end: int) -> list[SentenceRecord]:
         """The stored (quotable) sentences of a document that overlap ``[start, end)``, in order."""
-        rows = self._db.execute(
-            'SELECT row, doc_id, ordinal, start, "end", page, section, text, role FROM sentences '
-            'WHERE doc_id=? AND start < ? AND "end" > ? ORDER BY start', (doc_id, end, start))
-        return [SentenceRecord(*r) for r in rows]
+        place = self._placement.get(doc_id)
+        if place is None:
+            return []
+        seg = self.segments[place[0]]
+        return [self._sentence(place[0], r) for r in seg.sentences_in(doc_id, place[3], place[4], start, end)]
 
     def sentence_by_ordinal(self, doc_id: str, ordinal: int) -> SentenceRecord | None:
-        r = self._db.execute(
-            'SELECT row, doc_id, ordinal, start, "end", page, section, text, role FROM sentences '
-            "WHERE doc_id=? AND ordinal=?", (doc_id, ordinal)).fetchone()
-        return SentenceRecord(*r) if r else None
+        place = self._placement.get(doc_id)
+        if place is None:
+            return None
+        r = self.segments[place[0]].sentence_by_ordinal(doc_id, place[3], place[4], ordinal)
+        return self._sentence(place[0], r) if r else None
 
     def sentence_vectors(self, rows: Sequence[int]) -> np.ndarray:
-        if self._sentence_vectors is None:
-            self._sentence_vectors = np.load(self.path / "sentences.npy", mmap_mode="r")
-        return np.asarray(self._sentence_vectors[list(rows)], dtype=np.float32)
+        rows = np.asarray(list(rows), dtype=np.int64)
+        out = np.zeros((len(rows), self.dim), dtype=np.float32)
+        seg = np.searchsorted(self.sentence_offsets, rows, side="right") - 1
+        for s in np.unique(seg).tolist():
+            pick = np.flatnonzero(seg == s)
+            out[pick] = self.segments[s].sentence_vectors(rows[pick] - int(self.sentence_offsets[s]))
+        return out
 
+    # -- citations -------------------------------------------------------------------------------------
     @property
     def has_citations(self) -> bool:
-        """Versions built before the citation graph have no ``citations`` table: they read as citing nothing."""
         return has_citations(self._db)
 
     def citations(self, *, citing: str | None = None, cited: str | None = None) -> list[CitationRecord]:
@@ -565,20 +516,11 @@ class IndexVersion:
         return read_citations(self._db, self.name, citing=citing, cited=cited)
 
     def close(self) -> None:
-        self._db.close()
-
-
-@dataclass(frozen=True)
-class SentenceRecord:
-    row: int
-    doc_id: str
-    ordinal: int  # position among all the document's sentences (quotable or not)
-    start: int
-    end: int
-    page: int | None
-    section: str | None
-    text: str
-    role: str
+        for s in self.segments:
+            s.close()
+        db = getattr(self, "_db", None)
+        if db is not None:
+            db.close()
 
 
 def open_current(index_dir: Path) -> IndexVersion:

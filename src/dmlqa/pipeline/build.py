@@ -1,5 +1,5 @@
-"""One build: catalog → fetch → extract → store → merge works → citation graph → chunk → embed → sentences →
-index → publish.
+"""One build: catalog → fetch → extract → store → merge works → citation graph → (chunk → embed → sentences →
+segment, per batch of new and changed documents) → index → publish.
 
 This is the only module that knows the whole order of the stages, and the only one that fills the
 :class:`~dmlqa.pipeline.report.BuildReport`: every stage function (:mod:`dmlqa.pipeline.stages`)
@@ -23,7 +23,7 @@ from dmlqa.errors import ExecutorError, NoNetworkError, NothingToBuildError
 from dmlqa.index.docstore import DocStore
 from dmlqa.index.versions import prune
 from dmlqa.models import Resource
-from dmlqa.pipeline import stages
+from dmlqa.pipeline import indexing, stages
 from dmlqa.pipeline.report import BuildOptions, BuildReport, Executor, NoProgress, Progress, Stopwatch
 from dmlqa.pipeline.runs import diff_documents, new_documents, published_documents, recording
 from dmlqa.settings import Settings
@@ -133,31 +133,19 @@ def run_build(
             works = stages.merge_copies(resources, documents, report.failed)
             report.add_works(works)
             with clock("graph"):
-                graph = stages.citations(works)
+                graph = stages.citations(works, settings)
             report.add_graph(graph)
-
-            with clock("chunk"):
-                chunked = executor.chunk(works.documents)
-            report.add_chunks(chunked)
 
             with clock("embed"):
                 # Loaded here even when the executor embeds elsewhere: its key names the index, and
                 # on one machine its one-time ONNX export is done before any worker (which would race).
                 encoder = stages.encoder_for(settings)
-                texts = stages.chunk_texts(works.documents, chunked.chunks)
-                source = executor.vectors(encoder)
-                embedded = stages.embed(settings, texts, encoder=encoder, progress=progress, source=source)
-            report.add_embedding(embedded)
-
-        with clock("sentences"):
-            found = stages.sentences(settings, works.documents, encoder=encoder, progress=progress)
-        report.add_sentences(found)
-        report.changes = diff_documents(previous, new_documents(works.documents, chunked.chunks))
-
-        with clock("index"):
-            report.index_version = stages.write_index(
-                settings, works, chunked.chunks, embedded.vectors, found, encoder_key=encoder.key,
-                resources=report.resources, failed=report.failed, graph=graph,
-            )
+            meta = indexing.version_meta(settings, works, encoder_key=encoder.key, resources=report.resources,
+                                       failed=report.failed, graph=graph)
+            # chunk → embed → sentences → segment, a batch of new and changed documents at a time
+            indexed = indexing.index_documents(settings, works.documents, executor, encoder, meta,
+                                             citations=graph.rows(), progress=progress, clock=clock)
+        report.add_index(indexed)
+        report.changes = diff_documents(previous, new_documents(works.documents))
         report.seconds["total"] = time.perf_counter() - t_all
     return report

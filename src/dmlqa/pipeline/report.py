@@ -29,7 +29,7 @@ if TYPE_CHECKING:
     from dmlqa.acquire.resolve import Resolved
     from dmlqa.extract.sentences import Sentence
     from dmlqa.index.docstore import DocStore
-    from dmlqa.index.embed import EmbedResult, Encoder, VectorSource
+    from dmlqa.index.embed import Encoder, VectorSource
     from dmlqa.pipeline.graph import GraphResult
     from dmlqa.pipeline.refresh import RefreshReport
 
@@ -253,6 +253,19 @@ class SentenceResult:
     embedded: int = 0  # sentences that went through the model (the rest came from the cache)
 
 
+@dataclass(frozen=True)
+class IndexResult:
+    """What the index stage wrote: the version, what it holds, and how much of it was new work."""
+
+    version: str
+    chunks: int  # passages the version holds
+    sentences: int  # quotable sentences it holds
+    embedded: int  # passages the model embedded for it (the rest came from the cache or the last version)
+    embedded_sentences: int
+    kept_documents: int  # documents whose rows were kept from the previous version as they were
+    failed: tuple[Failure, ...] = ()
+
+
 class Executor(Protocol):
     """Where the parallel part of a build runs: ``local`` (this process) or ``ray`` (a cluster).
 
@@ -316,6 +329,8 @@ class BuildReport:
     # quotable sentences stored with their vectors (for extractive answers), and how many were new
     sentences: int = 0
     embedded_sentences: int = 0
+    # documents whose passages, sentences and vectors were kept from the previous version unchanged
+    kept_documents: int = 0
     # the citation graph (dmlqa.pipeline.graph): references read from the PDFs, and how many name another
     # document of the knowledge base; skipped: entries the parser could not read (and papers it failed on)
     references: int = 0
@@ -360,17 +375,15 @@ class BuildReport:
         self.coverage = works.coverage
         self.notice = works.notice
 
-    def add_chunks(self, result: ChunkResult) -> None:
+    def add_index(self, result: IndexResult) -> None:
         self.failed.extend(result.failed)
-        self.chunks = len(result.chunks)
-
-    def add_embedding(self, result: EmbedResult) -> None:
+        self.index_version = result.version
+        self.chunks = result.chunks
         self.embedded = result.embedded
-        self.reused_embeddings = result.reused
-
-    def add_sentences(self, result: SentenceResult) -> None:
-        self.sentences = len(result.sentences)
-        self.embedded_sentences = result.embedded
+        self.reused_embeddings = result.chunks - result.embedded
+        self.sentences = result.sentences
+        self.embedded_sentences = result.embedded_sentences
+        self.kept_documents = result.kept_documents
 
     def add_graph(self, result: GraphResult) -> None:
         self.references = result.references
@@ -404,6 +417,7 @@ class BuildReport:
             "notice": self.notice,
             "sentences": self.sentences,
             "embedded_sentences": self.embedded_sentences,
+            "kept_documents": self.kept_documents,
             "references": self.references,
             "references_resolved": self.references_resolved,
             "references_skipped": self.references_skipped,

@@ -16,7 +16,6 @@ the next slot), so ``dmlqa status`` can say when the next run is.
 
 from __future__ import annotations
 
-import hashlib
 import json
 import logging
 import os
@@ -31,7 +30,8 @@ from typing import Any, Protocol
 from dmlqa.errors import DiskFullError, as_disk_full, is_disk_full
 from dmlqa.fsutil import atomic_write_text
 from dmlqa.index.versions import VERSIONS, current_version
-from dmlqa.models import Chunk, Document, Failure
+from dmlqa.index.writer import content_key
+from dmlqa.models import Document, Failure
 from dmlqa.paths import FAILURES_FILE, IN_PROGRESS_FILE, RUNS_FILE, SCHEDULE_FILE
 
 log = logging.getLogger(__name__)
@@ -91,12 +91,6 @@ class Changes:
         return {"added": list(self.added), "updated": list(self.updated), "removed": list(self.removed)}
 
 
-def _content_key(is_card: bool, sha256: str | None, chunk_texts: Sequence[str]) -> str:
-    if not is_card and sha256:
-        return sha256
-    return "text:" + hashlib.sha256("\x00".join(chunk_texts).encode("utf-8")).hexdigest()
-
-
 def published_documents(index_dir: Path) -> dict[str, DocState]:
     """The documents of the published version (empty when there is none or it cannot be read).
 
@@ -113,33 +107,18 @@ def published_documents(index_dir: Path) -> dict[str, DocState]:
     except sqlite3.Error:
         return {}
     try:
-        rows = db.execute("SELECT doc_id, url, is_card, sha256 FROM documents").fetchall()
-        texts: dict[str, list[str]] = {}
-        for doc_id, text in db.execute(
-            "SELECT c.doc_id, c.text FROM chunks c JOIN documents d ON d.doc_id = c.doc_id "
-            "WHERE d.is_card = 1 OR d.sha256 IS NULL OR d.sha256 = '' ORDER BY c.row"
-        ):
-            texts.setdefault(doc_id, []).append(text)
+        rows = db.execute("SELECT doc_id, url, is_card, content FROM documents").fetchall()
     except sqlite3.Error as exc:
         log.warning("cannot read the documents of version %s: %s", name, exc)
         return {}
     finally:
         db.close()
-    return {
-        doc_id: DocState(url or "", bool(is_card), _content_key(bool(is_card), sha, texts.get(doc_id, [])))
-        for doc_id, url, is_card, sha in rows
-    }
+    return {doc_id: DocState(url or "", bool(is_card), content or "") for doc_id, url, is_card, content in rows}
 
 
-def new_documents(docs: Sequence[Document], chunks: Sequence[Chunk]) -> dict[str, DocState]:
+def new_documents(docs: Sequence[Document]) -> dict[str, DocState]:
     """The same description as :func:`published_documents`, for the version being built."""
-    texts: dict[str, list[str]] = {}
-    for c in chunks:
-        texts.setdefault(c.doc_id, []).append(c.text)
-    return {
-        d.doc_id: DocState(d.url, d.is_card, _content_key(d.is_card, d.sha256, texts.get(d.doc_id, [])))
-        for d in docs
-    }
+    return {d.doc_id: DocState(d.url, d.is_card, content_key(d)) for d in docs}
 
 
 def diff_documents(before: Mapping[str, DocState], after: Mapping[str, DocState]) -> Changes:

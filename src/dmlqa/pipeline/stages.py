@@ -26,10 +26,10 @@ from typing import TYPE_CHECKING
 import numpy as np
 
 from dmlqa.catalog.urls import is_url_title
-from dmlqa.errors import DiskFullError, EncoderError, ExtractError, FetchError, Interrupted
+from dmlqa.errors import EncoderError, ExtractError, FetchError, Interrupted
 from dmlqa.extract.worker import TimedExtractor
 from dmlqa.index.docstore import DocStore
-from dmlqa.index.versions import dense_text, prune, publish, remove_version, write_version
+from dmlqa.index.versions import dense_text
 from dmlqa.media import charset
 from dmlqa.models import Chunk, Document, Failure, Resource
 from dmlqa.pipeline.report import (
@@ -49,12 +49,12 @@ if TYPE_CHECKING:
     from dmlqa.catalog.library import AttachedFile
     from dmlqa.index.chunk import Chunker
     from dmlqa.index.embed import EmbedResult, Encoder, VectorSource
-    from dmlqa.pipeline.graph import GraphResult
+    from dmlqa.pipeline.graph import GraphResult, PreviousGraph
     from dmlqa.pipeline.refresh import RefreshReport
 
 __all__ = [
     "chunk", "chunk_texts", "citations", "embed", "encoder_for", "extract", "extract_one", "fetch", "fetch_async",
-    "load_chunker", "local_documents", "merge_copies", "refresh", "sentences", "store_documents", "write_index",
+    "load_chunker", "local_documents", "merge_copies", "refresh", "sentences", "store_documents",
 ]
 
 log = logging.getLogger(__name__)
@@ -365,12 +365,45 @@ def merge_copies(
     )
 
 
-def citations(works: WorksResult) -> GraphResult:
+def citations(works: WorksResult, settings: Settings | None = None) -> GraphResult:
     """The citation graph of the merged works (:mod:`dmlqa.pipeline.graph`): after the merge, so that a
-    reference to any copy of a work lands on the one document that holds it. Never raises for a paper."""
+    reference to any copy of a work lands on the one document that holds it. Never raises for a paper.
+
+    With ``settings``, parsed reference lists come from the home's cache and the published version's graph
+    is reused where nothing that could change it changed: the cost follows what changed, the links are those
+    of a full resolution.
+    """
     from dmlqa.pipeline.graph import citation_graph
 
-    return citation_graph(works.documents)
+    if settings is None:
+        return citation_graph(works.documents)
+    return citation_graph(works.documents, cache=settings.paths.references_cache,
+                          previous=_previous_graph(settings.index_dir))
+
+
+def _previous_graph(index_dir: Path) -> PreviousGraph | None:
+    """The published version's documents (ids, titles, kinds, years) and links; None without a readable one."""
+    import sqlite3
+
+    from dmlqa.index.citation_table import published_citations
+    from dmlqa.index.versions import VERSIONS, current_version
+    from dmlqa.pipeline.graph import PreviousGraph
+
+    name = current_version(index_dir)
+    store = index_dir / VERSIONS / name / "store.sqlite" if name else None
+    if store is None or not store.is_file():
+        return None
+    try:
+        db = sqlite3.connect(f"file:{store}?mode=ro", uri=True)
+        try:
+            rows = db.execute("SELECT doc_id, url, title, kind, is_card, year FROM documents").fetchall()
+        finally:
+            db.close()
+    except sqlite3.Error:
+        return None
+    docs = [Document(doc_id=r[0], url=r[1] or "", title=r[2] or "", blocks=(), kind=r[3] or "article",
+                     is_card=bool(r[4]), year=r[5]) for r in rows]
+    return PreviousGraph(documents=docs, records=published_citations(index_dir, name))
 
 
 # -- chunk ---------------------------------------------------------------------------------------------
@@ -464,45 +497,3 @@ def sentences(
         return SentenceResult([], np.zeros((0, encoder.dim), dtype=np.float32))
     result = embed(settings, [s.text for _, s in kept], encoder=encoder, stage="sentences", progress=progress)
     return SentenceResult(kept, result.vectors, embedded=result.embedded)
-
-
-# -- index ---------------------------------------------------------------------------------------------
-
-
-def write_index(
-    settings: Settings, works: WorksResult, chunks: Sequence[Chunk], vectors: np.ndarray, found: SentenceResult,
-    *, encoder_key: str, resources: int, failed: Sequence[Failure], graph: GraphResult | None = None,
-) -> str:
-    """Write a new index version of the home, publish it and prune old ones; its name.
-
-    ``resources`` and ``failed`` are recorded in the version's meta.json, with what ``works``
-    says about copies and coverage, so that ``dmlqa status`` can describe a version on its own;
-    ``graph``'s links are stored with the version (a version is the one thing queries read).
-    """
-    meta = {
-        "model": settings.embed.model,
-        "encoder": settings.embed.encoder,
-        "encoder_key": encoder_key,
-        "resources": resources,
-        "failed": [f.to_json() for f in failed],
-        "chunk_tokens": settings.index.chunk_tokens,
-        "chunk_overlap": settings.index.chunk_overlap,
-        "duplicates": [d.to_json() for d in works.duplicates],
-        "coverage": works.coverage,
-        "dense_text": "title — section\\ntext",
-    }
-    if graph is not None:
-        meta["graph"] = {"papers": graph.papers, "references": graph.references, "resolved": graph.resolved,
-                         "skipped": graph.skipped, "self_citations": graph.self_citations, "by": graph.by_how}
-    name = write_version(
-        settings.index_dir, list(works.documents), list(chunks), vectors, meta,
-        ann_threshold=settings.index.ann_threshold, ivfpq_threshold=settings.index.ivfpq_threshold,
-        sentences=found.sentences, sentence_vectors=found.vectors, citations=graph.rows() if graph else (),
-    )
-    try:
-        publish(settings.index_dir, name)
-    except DiskFullError:  # never published, so nobody reads it: its space is the user's again
-        remove_version(settings.index_dir, name)
-        raise
-    prune(settings.index_dir, settings.index.keep_versions)
-    return name

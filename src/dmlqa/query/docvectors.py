@@ -66,20 +66,17 @@ def normalise(a: np.ndarray) -> np.ndarray:
 
 def read_block(version: IndexVersion, start: int, n: int) -> np.ndarray:
     """Rows ``start .. start + n`` of the dense index, in one call where the index type allows it."""
-    try:
-        return np.asarray(version.dense.reconstruct_n(start, n), dtype=np.float32)
-    except (RuntimeError, AttributeError):  # an index type that cannot reconstruct in bulk
-        return version.vectors(list(range(start, start + n)))
+    return version.vector_block(start, n)
 
 
 def pool_vectors(version: IndexVersion) -> tuple[tuple[str, ...], np.ndarray, np.ndarray, np.ndarray]:
     """(doc ids, normalised mean vectors, first-chunk vectors, has-vector mask), one pass over the index."""
     doc_ids = tuple(sorted(version.docs))
     pos = {d: i for i, d in enumerate(doc_ids)}
-    dim = int(version.dense.d)
+    dim = version.dim
     n = version.size
-    codes = np.fromiter((pos.get(d, -1) if d is not None else -1 for d in version.row_doc), dtype=np.int64,
-                        count=n)
+    lut = np.array([pos.get(d, -1) for d in version.doc_ids] + [-1], dtype=np.int64)
+    codes = lut[version.row_doc]  # row_doc -1 (a deleted row) reads the trailing -1
     sums = np.zeros((len(doc_ids), dim), dtype=np.float64)
     first = np.zeros((len(doc_ids), dim), dtype=np.float32)
     first_seen = np.full(len(doc_ids), n, dtype=np.int64)

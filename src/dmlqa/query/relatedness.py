@@ -133,7 +133,7 @@ def _doc_rows(version: IndexVersion, doc_id: str) -> list[int]:
     d = version.docs[doc_id]
     if d.first_row is not None and d.n_chunks and d.first_row + d.n_chunks <= version.size:
         rows = list(range(d.first_row, d.first_row + d.n_chunks))
-        if all(version.row_doc[r] == doc_id for r in rows):
+        if all(version.doc_of(r) == doc_id for r in rows):
             return rows
     return version.doc_rows(doc_id)
 
@@ -334,7 +334,7 @@ def rank_like_text(
     lexical = searcher.lexical_ranking(version, text, rows_n, allowed)
     hybrid_row: dict[str, int] = {}
     for row, _ in sorted(rrf([[r for r, _ in dense], [r for r, _ in lexical]]).items(), key=lambda kv: -kv[1]):
-        doc_id = version.row_doc[row]
+        doc_id = version.doc_of(row)
         if doc_id in dv.pos and mask[dv.pos[doc_id]] and doc_id not in hybrid_row:
             hybrid_row[doc_id] = row
             if len(hybrid_row) >= n:

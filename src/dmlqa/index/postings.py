@@ -1,0 +1,193 @@
+"""BM25 over a segmented index: postings per segment, collection statistics per version.
+
+Each immutable segment keeps its own inverted index (sorted terms, term frequencies per row and row
+lengths), and each version keeps one lexicon: the document frequency of every term over the rows that are
+live in that version, their count and mean length. A query scores every segment with those global
+statistics, so a passage gets the same BM25 score whether its version has one segment or twenty, and a
+score never depends on how the rows happen to be split (Lucene does the same with per-index statistics).
+
+bm25s, which scored the single-segment index before, keeps per-index statistics baked into its stored
+scores; it cannot score two indexes on one scale, so the scoring is here: the same Lucene variant and
+the same parameters (``k1`` 1.2, ``b`` 0.75), checked against bm25s in ``tests/test_segments.py``.
+
+Everything is a NumPy array saved as ``.npy`` and opened memory-mapped: opening a version builds no
+Python object per row or per term.
+"""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Sequence
+from dataclasses import dataclass
+from pathlib import Path
+
+import numpy as np
+
+from dmlqa.index.lexical import tokenize
+
+K1 = 1.2
+B = 0.75
+#: Stands in for a passage with no token at all, so it keeps its row and length 1 (as bm25s did).
+EMPTY = "\u2205"
+
+
+#: NumPy reads a ``.npy`` header with ``ast.literal_eval``, and CPython 3.11 (before 3.11.8) fails with
+#: "SystemError: AST constructor recursion depth mismatch" when two threads compile at once: the chat app
+#: opens a new version on one request thread while others serve. One lock makes the header reads take turns.
+_NPY_LOCK = threading.Lock()
+
+
+def load_npy(path: Path, *, mmap: bool = True) -> np.ndarray:
+    """``np.load`` (memory-mapped by default), one thread at a time (see :data:`_NPY_LOCK`)."""
+    with _NPY_LOCK:
+        return np.load(path, mmap_mode="r" if mmap else None)
+
+
+def _encode(terms: Sequence[str]) -> np.ndarray:
+    """Terms as UTF-8 in a fixed-width byte array (as wide as the longest: NumPy compares across widths)."""
+    return np.array([t.encode("utf-8") for t in terms], dtype=bytes) if terms else np.zeros(0, dtype="S1")
+
+
+def _lookup(sorted_terms: np.ndarray, terms: np.ndarray) -> np.ndarray:
+    """Positions of ``terms`` in ``sorted_terms``, -1 where absent."""
+    if not len(sorted_terms) or not len(terms):
+        return np.full(len(terms), -1, dtype=np.int64)
+    pos = np.searchsorted(sorted_terms, terms)
+    pos = np.minimum(pos, len(sorted_terms) - 1)
+    return np.where(sorted_terms[pos] == terms, pos, -1)
+
+
+@dataclass(frozen=True)
+class Postings:
+    """One segment's inverted index: ``rows[indptr[t]:indptr[t+1]]`` hold term ``terms[t]``, ``tf`` times each."""
+
+    terms: np.ndarray  # sorted UTF-8 bytes
+    indptr: np.ndarray  # int64, len(terms) + 1
+    rows: np.ndarray  # local rows (uint16 in segments of up to 65,536 rows, else int32)
+    tf: np.ndarray  # uint16, term frequency in that row
+    lengths: np.ndarray  # float32, tokens per row
+
+    @classmethod
+    def build(cls, texts: Sequence[str]) -> Postings:
+        """The postings of ``texts`` (row ``i`` is ``texts[i]``), tokenised by :func:`tokenize`."""
+        vocab: dict[str, int] = {}
+        term_ids: list[int] = []
+        row_ids: list[int] = []
+        lengths = np.zeros(len(texts), dtype=np.float32)
+        for row, text in enumerate(texts):
+            tokens = tokenize(text) or [EMPTY]
+            lengths[row] = len(tokens)
+            for t in tokens:
+                term_ids.append(vocab.setdefault(t, len(vocab)))
+            row_ids.extend([row] * len(tokens))
+        names = sorted(vocab)
+        if not names:
+            return cls(_encode([]), np.zeros(1, dtype=np.int64), np.zeros(0, dtype=np.int32),
+                       np.zeros(0, dtype=np.float32), lengths)
+        rank = np.empty(len(vocab), dtype=np.int64)
+        rank[[vocab[n] for n in names]] = np.arange(len(names))
+        # (term rank, row) pairs, counted: one posting per distinct pair, sorted by term then row
+        keys = rank[np.asarray(term_ids, dtype=np.int64)] * max(len(texts), 1) + np.asarray(row_ids, dtype=np.int64)
+        uniq, counts = np.unique(keys, return_counts=True)
+        t_of = uniq // max(len(texts), 1)
+        indptr = np.zeros(len(names) + 1, dtype=np.int64)
+        np.add.at(indptr, t_of + 1, 1)
+        # row numbers in 2 bytes while a segment's rows fit (segments are ~50k rows), term counts in 2
+        row_type = np.uint16 if len(texts) <= 1 << 16 else np.int32
+        return cls(_encode(names), np.cumsum(indptr), (uniq % max(len(texts), 1)).astype(row_type),
+                   np.minimum(counts, 65535).astype(np.uint16), lengths)
+
+    def save(self, folder: Path) -> None:
+        folder.mkdir(parents=True, exist_ok=True)
+        for name in ("terms", "indptr", "rows", "tf", "lengths"):
+            np.save(folder / f"{name}.npy", getattr(self, name))
+
+    @classmethod
+    def load(cls, folder: Path) -> Postings:
+        return cls(*(load_npy(folder / f"{name}.npy") for name in ("terms", "indptr", "rows", "tf", "lengths")))
+
+    def live_df(self, live: np.ndarray) -> np.ndarray:
+        """Per term, how many of its rows are live (``live``: bool per local row)."""
+        if not len(self.terms):
+            return np.zeros(0, dtype=np.int64)
+        if live.all():
+            return np.diff(self.indptr)
+        hit = live[np.asarray(self.rows)].astype(np.int64)
+        csum = np.concatenate(([0], np.cumsum(hit)))
+        return csum[np.asarray(self.indptr[1:])] - csum[np.asarray(self.indptr[:-1])]
+
+    def term_rows(self, term: bytes) -> tuple[np.ndarray, np.ndarray]:
+        pos = int(_lookup(self.terms, np.array([term], dtype=self.terms.dtype))[0])
+        if pos < 0:
+            return np.zeros(0, dtype=np.int32), np.zeros(0, dtype=np.float32)
+        a, b = int(self.indptr[pos]), int(self.indptr[pos + 1])
+        return self.rows[a:b], self.tf[a:b]
+
+
+@dataclass(frozen=True)
+class Lexicon:
+    """A version's collection statistics: document frequency of each term over its live rows."""
+
+    terms: np.ndarray  # sorted UTF-8 bytes
+    df: np.ndarray  # int64
+    n_rows: int
+    mean_length: float
+
+    @classmethod
+    def combine(cls, parts: Sequence[tuple[Postings, np.ndarray]]) -> Lexicon:
+        """The statistics of segments' postings, each with its live-row mask."""
+        all_terms = [p.terms for p, _ in parts if len(p.terms)]
+        dfs = [p.live_df(live) for p, live in parts if len(p.terms)]
+        n = int(sum(int(live.sum()) for _, live in parts))
+        total = float(sum(float(np.asarray(p.lengths)[live].sum()) for p, live in parts))
+        if not all_terms:
+            return cls(_encode([]), np.zeros(0, dtype=np.int64), n, total / n if n else 1.0)
+        terms, inverse = np.unique(np.concatenate(all_terms), return_inverse=True)
+        df = np.bincount(inverse, weights=np.concatenate(dfs), minlength=len(terms)).astype(np.int64)
+        keep = df > 0
+        return cls(terms[keep], df[keep], n, total / n if n else 1.0)
+
+    def save(self, folder: Path) -> None:
+        folder.mkdir(parents=True, exist_ok=True)
+        np.save(folder / "terms.npy", self.terms)
+        np.save(folder / "df.npy", self.df)
+
+    @classmethod
+    def load(cls, folder: Path, n_rows: int, mean_length: float) -> Lexicon:
+        return cls(load_npy(folder / "terms.npy"), load_npy(folder / "df.npy"), n_rows, mean_length)
+
+    def idf(self, terms: np.ndarray) -> np.ndarray:
+        """Lucene's idf, ln(1 + (N − df + 0.5) / (df + 0.5)); 0 for a term no live row holds."""
+        pos = _lookup(self.terms, terms)
+        df = np.where(pos >= 0, np.asarray(self.df)[np.maximum(pos, 0)], 0).astype(np.float64)
+        return np.where(pos >= 0, np.log1p((self.n_rows - df + 0.5) / (df + 0.5)), 0.0)
+
+    def vocabulary(self) -> frozenset[str]:
+        """Every term some live row holds."""
+        return frozenset(t.decode("utf-8") for t in np.asarray(self.terms).tolist())
+
+
+def score(query: str, lexicon: Lexicon, segments: Sequence[tuple[Postings, int]], total_rows: int) -> np.ndarray:
+    """BM25 of ``query`` for every row of a version (``segments``: postings with their first global row).
+
+    Rows of deleted passages may score too; the caller masks them (it holds the live rows).
+    Repeated query words count once each time, as in bm25s.
+    """
+    out = np.zeros(total_rows, dtype=np.float32)
+    tokens = tokenize(query)
+    if not tokens:
+        return out
+    terms = _encode(tokens)
+    idf = lexicon.idf(terms)
+    for term, weight in zip(terms.tolist(), idf.tolist(), strict=True):
+        if weight <= 0:
+            continue
+        for postings, offset in segments:
+            rows, tf = postings.term_rows(term)
+            if not len(rows):
+                continue
+            length = np.asarray(postings.lengths)[rows]
+            tf = np.asarray(tf, dtype=np.float32)
+            tfc = tf / (K1 * ((1 - B) + B * length / lexicon.mean_length) + tf)
+            out[offset + np.asarray(rows, dtype=np.int64)] += (weight * tfc).astype(np.float32)
+    return out

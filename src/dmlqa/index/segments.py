@@ -1,0 +1,423 @@
+"""Immutable index segments: the passages, sentences and vectors of some documents, written once.
+
+A version (:mod:`dmlqa.index.versions`) is a manifest naming segments; a build writes segments for new
+and changed documents only and shares the unchanged ones with the previous version as hard links, so a
+rebuild costs what changed, not what the collection holds. Layout of one segment folder::
+
+    segment.json         rows, sentences, dimension, dense index type
+    rows.sqlite          chunks and quotable sentences (page, section, offsets); each passage's text and the
+                         texts of the sentences that start in it, zlib-compressed together (a sentence
+                         repeats its passage's words, so the pair costs ~35 % of the raw texts)
+    vectors.npy          float32 passage vectors (flat segments: searched exactly, memory-mapped)
+    dense.faiss          HNSW (vectors kept as float16) or IVF-PQ index of the passage vectors (big
+                         segments; no vectors.npy then)
+    bm25/                postings (:class:`dmlqa.index.postings.Postings`)
+    sentences.q.npy      int8 sentence vectors, one scale per row in sentences.scale.npy
+
+Rows are numbered from 0 inside a segment; the version adds each segment's offset. A document's rows are
+always contiguous in one segment, so a version places a document with (segment, first row, count).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import secrets
+import sqlite3
+import threading
+import zlib
+from collections.abc import Sequence
+from dataclasses import dataclass
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from dmlqa.errors import IndexDamagedError
+from dmlqa.index.ann import choose_index_type
+from dmlqa.index.postings import Postings, load_npy
+
+#: HNSW parameters for big segments (see bench/ for the recall/latency trade-off measured here). M=16 with
+#: float16 vectors takes ~0.9 KB a passage against ~1.8 KB for M=32 with float32.
+HNSW_M = 16
+HNSW_EF_CONSTRUCTION = 80
+HNSW_EF_SEARCH = 128
+
+_SCHEMA = """
+CREATE TABLE chunks (
+    row INTEGER PRIMARY KEY, chunk_id TEXT, doc_id TEXT, page INTEGER, section TEXT, start INTEGER, "end" INTEGER,
+    body BLOB
+);
+CREATE TABLE sentences (
+    row INTEGER PRIMARY KEY, chunk INTEGER, pos INTEGER, ordinal INTEGER, start INTEGER, "end" INTEGER,
+    page INTEGER, section TEXT, role TEXT
+);
+"""
+#: zlib level for the texts: 6 (the default) compresses English ~2.8x; higher levels gain < 2 %.
+ZLIB_LEVEL = 6
+
+
+@dataclass(frozen=True)
+class ChunkRow:
+    """A passage as a segment stores it (the version adds the segment's offset to ``row``)."""
+
+    row: int
+    chunk_id: str
+    doc_id: str
+    text: str
+    page: int | None
+    section: str | None
+    start: int
+    end: int
+
+
+@dataclass(frozen=True)
+class SentenceRow:
+    row: int
+    doc_id: str
+    ordinal: int  # position among all the document's sentences (quotable or not)
+    start: int
+    end: int
+    page: int | None
+    section: str | None
+    text: str
+    role: str
+
+
+def new_segment_id() -> str:
+    return datetime.now(UTC).strftime("s%Y%m%dT%H%M%S") + "-" + secrets.token_hex(4)
+
+
+def quantize(vectors: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """int8 codes and one scale per row (max |x| / 127): a quarter of float32's bytes.
+
+    Sentence vectors are only compared with a question's vector to rank a few hundred candidates; the
+    rounding error (≤ 0.4 % of the largest component) moves cosines by ~1e-3.
+    """
+    x = np.asarray(vectors, dtype=np.float32)
+    if not len(x):
+        return np.zeros((0, x.shape[1] if x.ndim == 2 else 0), dtype=np.int8), np.zeros(0, dtype=np.float32)
+    scale = np.abs(x).max(axis=1) / 127.0
+    scale[scale == 0] = 1.0
+    return np.clip(np.rint(x / scale[:, None]), -127, 127).astype(np.int8), scale.astype(np.float32)
+
+
+def build_dense(vectors: np.ndarray, index_type: str):  # noqa: ANN201 - faiss.Index
+    import faiss
+
+    dim = int(vectors.shape[1])
+    if index_type == "ivfpq":
+        from dmlqa.index.ann import build_ivfpq
+
+        return build_ivfpq(vectors)
+    x = np.ascontiguousarray(vectors, dtype=np.float32)
+    index = faiss.IndexHNSWSQ(dim, faiss.ScalarQuantizer.QT_fp16, HNSW_M, faiss.METRIC_INNER_PRODUCT)
+    index.hnsw.efConstruction = HNSW_EF_CONSTRUCTION
+    index.hnsw.efSearch = HNSW_EF_SEARCH
+    index.train(x)  # float16 needs no training; the call only marks the codec ready
+    index.add(x)
+    return index
+
+
+def _bodies(chunks: Sequence[ChunkRow], sentences: Sequence[SentenceRow]) -> tuple[list[bytes], list[tuple]]:
+    """Each passage's stored body (its text and the texts of the sentences that start in it) and the
+    sentence rows pointing into them: a sentence goes with its document's last passage starting at or
+    before it (the first passage when none does)."""
+    import bisect
+
+    by_doc: dict[str, list[tuple[int, int]]] = {}
+    for c in chunks:
+        by_doc.setdefault(c.doc_id, []).append((c.start, c.row))
+    starts_rows = {d: ([a for a, _ in sorted(v)], [b for _, b in sorted(v)]) for d, v in by_doc.items()}
+    texts: dict[int, list[str]] = {c.row: [] for c in chunks}
+    placed = []
+    for s in sentences:
+        starts, rows = starts_rows[s.doc_id]
+        chunk = rows[max(0, bisect.bisect_right(starts, s.start) - 1)]
+        placed.append((s.row, chunk, len(texts[chunk]), s.ordinal, s.start, s.end, s.page, s.section, s.role))
+        texts[chunk].append(s.text)
+    bodies = [zlib.compress(json.dumps([c.text, texts[c.row]], ensure_ascii=False).encode("utf-8", "surrogatepass"),
+                            ZLIB_LEVEL) for c in chunks]
+    return bodies, placed
+
+
+def _body(blob: bytes) -> tuple[str, list[str]]:
+    text, sentences = json.loads(zlib.decompress(blob).decode("utf-8", "surrogatepass"))
+    return text, sentences
+
+
+def write_segment(
+    folder: Path, chunks: Sequence[ChunkRow], lexical_texts: Sequence[str], vectors: np.ndarray,
+    sentences: Sequence[SentenceRow], sentence_codes: tuple[np.ndarray, np.ndarray], *, ann_threshold: int,
+    ivfpq_threshold: int | None,
+) -> dict[str, Any]:
+    """Write one segment into ``folder`` (created); its description for the version's manifest.
+
+    ``chunks[i]`` has ``vectors[i]`` and BM25 text ``lexical_texts[i]``; ``sentence_codes`` are the
+    quantised vectors of ``sentences`` (:func:`quantize`). Rows must be numbered 0..n-1 in order.
+    """
+    if not (len(chunks) == len(vectors) == len(lexical_texts)):
+        raise ValueError(f"{len(chunks)} chunks, {len(vectors)} vectors, {len(lexical_texts)} texts")
+    if len(sentences) != len(sentence_codes[0]):
+        raise ValueError(f"{len(sentences)} sentences but {len(sentence_codes[0])} sentence vectors")
+    folder.mkdir(parents=True)
+    index_type = choose_index_type(len(vectors), ann_threshold, ivfpq_threshold)
+    if index_type == "flat":
+        np.save(folder / "vectors.npy", np.ascontiguousarray(vectors, dtype=np.float32))
+    else:
+        import faiss
+
+        faiss.write_index(build_dense(vectors, index_type), str(folder / "dense.faiss"))
+    Postings.build(lexical_texts).save(folder / "bm25")
+    bodies, placed = _bodies(chunks, sentences)
+    db = sqlite3.connect(str(folder / "rows.sqlite"))
+    try:
+        db.executescript(_SCHEMA)
+        db.executemany("INSERT INTO chunks VALUES (?,?,?,?,?,?,?,?)",
+                       [(c.row, c.chunk_id, c.doc_id, c.page, c.section, c.start, c.end, b)
+                        for c, b in zip(chunks, bodies, strict=True)])
+        db.executemany("INSERT INTO sentences VALUES (?,?,?,?,?,?,?,?,?)", placed)
+        db.commit()
+    finally:
+        db.close()
+    np.save(folder / "sentences.q.npy", sentence_codes[0])
+    np.save(folder / "sentences.scale.npy", sentence_codes[1])
+    info = {"id": folder.name, "rows": len(chunks), "sentences": len(sentences),
+            "dim": int(vectors.shape[1]) if vectors.ndim == 2 else 0, "index_type": index_type}
+    if index_type == "hnsw":
+        info["hnsw"] = {"M": HNSW_M, "efSearch": HNSW_EF_SEARCH}
+    (folder / "segment.json").write_text(json.dumps(info), encoding="utf-8")
+    fsync_tree(folder)
+    return info
+
+
+def fsync_tree(path: Path) -> None:
+    for f in path.rglob("*"):
+        if f.is_file():
+            fd = os.open(f, os.O_RDONLY)
+            try:
+                os.fsync(fd)
+            finally:
+                os.close(fd)
+    fsync_dir(path)
+
+
+def fsync_dir(path: Path) -> None:
+    fd = os.open(path, os.O_RDONLY)
+    try:
+        os.fsync(fd)
+    finally:
+        os.close(fd)
+
+
+def link_segment(source: Path, target: Path) -> None:
+    """Share an unchanged segment with a new version: hard links (no copy), a copy where links fail."""
+    import shutil
+
+    target.mkdir(parents=True)
+    for f in source.rglob("*"):
+        dest = target / f.relative_to(source)
+        if f.is_dir():
+            dest.mkdir(exist_ok=True)
+            continue
+        dest.parent.mkdir(parents=True, exist_ok=True)
+        try:
+            os.link(f, dest)
+        except OSError:  # another file system, or one without hard links
+            shutil.copy2(f, dest)
+
+
+def _short(exc: BaseException) -> str:
+    import re
+
+    lines = [ln.strip() for ln in str(exc).splitlines() if ln.strip()] or [type(exc).__name__]
+    text = re.sub(r"^Error in .*? at \S+:\d+: (Error: )?", "", lines[-1])
+    text = "".join(ch if ch.isprintable() else "?" for ch in text)
+    return text if len(text) <= 160 else text[:157] + "..."
+
+
+class Segment:
+    """One opened segment; every file is opened here, so a reader never needs the folder again
+    (a version pruned while a request still holds it keeps serving from the open files)."""
+
+    def __init__(self, folder: Path, version_name: str) -> None:
+        import faiss
+
+        self.folder = folder
+        where = f"segment {folder.name}"
+        try:
+            self.info: dict[str, Any] = json.loads((folder / "segment.json").read_text(encoding="utf-8"))
+        except (OSError, ValueError) as exc:
+            raise IndexDamagedError(version_name, f"{where}: segment.json cannot be read ({_short(exc)})") from None
+        self.rows = int(self.info["rows"])
+        self.n_sentences = int(self.info.get("sentences", 0))
+        self.index_type = self.info.get("index_type", "flat")
+        self.dense = None
+        self._vectors: np.ndarray | None = None
+        try:
+            if self.index_type == "flat":
+                self._vectors = load_npy(folder / "vectors.npy")
+                n = len(self._vectors)
+            else:
+                self.dense = faiss.read_index(str(folder / "dense.faiss"))
+                if self.index_type == "hnsw":
+                    self.dense.hnsw.efSearch = int((self.info.get("hnsw") or {}).get("efSearch", HNSW_EF_SEARCH))
+                else:
+                    from dmlqa.index.ann import enable_reconstruct
+
+                    enable_reconstruct(self.dense)
+                n = int(self.dense.ntotal)
+        except (RuntimeError, MemoryError, OSError, ValueError, TypeError, AttributeError) as exc:
+            name = "vectors.npy" if self.index_type == "flat" else "dense.faiss"
+            raise IndexDamagedError(version_name, f"{where}: {name} cannot be read ({_short(exc)})") from None
+        if n != self.rows:
+            raise IndexDamagedError(version_name, f"{where}: holds {n} vectors but segment.json says {self.rows}")
+        self.dim = int(self.info.get("dim", 0))
+        try:
+            self.postings = Postings.load(folder / "bm25")
+            self._sq = load_npy(folder / "sentences.q.npy")
+            self._scale = load_npy(folder / "sentences.scale.npy")
+        except (OSError, ValueError) as exc:
+            raise IndexDamagedError(version_name, f"{where}: bm25/ or sentence vectors cannot be read "
+                                                  f"({_short(exc)})") from None
+        if len(self.postings.lengths) != self.rows:
+            raise IndexDamagedError(version_name, f"{where}: bm25/ holds {len(self.postings.lengths)} rows, "
+                                                  f"not {self.rows}")
+        try:
+            self._db = sqlite3.connect(f"file:{folder / 'rows.sqlite'}?mode=ro", uri=True, check_same_thread=False)
+            self._db.execute("SELECT count(*) FROM chunks").fetchone()
+        except sqlite3.Error as exc:
+            raise IndexDamagedError(version_name, f"{where}: rows.sqlite cannot be read ({_short(exc)})") from None
+        self._lock = threading.Lock()  # one SQLite connection, shared by the request threads
+        self._version_name = version_name
+
+    # -- vectors ----------------------------------------------------------------------------------
+    def search(self, q: np.ndarray, k: int, allowed: np.ndarray | None) -> tuple[np.ndarray, np.ndarray]:
+        """The ``k`` best local rows for ``q`` (inner product) among ``allowed`` (bool per row; None: all)."""
+        k = min(k, self.rows if allowed is None else int(allowed.sum()))
+        if k <= 0:
+            return np.zeros(0, dtype=np.int64), np.zeros(0, dtype=np.float32)
+        if self._vectors is not None:
+            return _top(np.asarray(self._vectors @ q, dtype=np.float32), k, allowed)
+        if allowed is not None and self.index_type == "hnsw":
+            import faiss
+
+            params = faiss.SearchParametersHNSW()
+            params.efSearch = max(int(self.dense.hnsw.efSearch), k)
+            bits = np.packbits(allowed, bitorder="little")
+            params.sel = faiss.IDSelectorBitmap(self.rows, faiss.swig_ptr(bits))
+            scores, rows = self.dense.search(q[None, :].astype(np.float32), k, params=params)
+        else:
+            want = k if allowed is None else min(self.rows, k * 4)
+            scores, rows = self.dense.search(q[None, :].astype(np.float32), want)
+        rows, scores = rows[0], scores[0]
+        ok = rows >= 0
+        if allowed is not None:
+            ok &= allowed[np.maximum(rows, 0)]
+        rows, scores = rows[ok][:k], scores[ok][:k]
+        if allowed is not None and len(rows) < k:  # a narrow filter: score the allowed rows exactly
+            keep = np.flatnonzero(allowed)
+            order, values = _top(self.vectors(keep) @ q, k, None)
+            return keep[order], values
+        return rows.astype(np.int64), scores.astype(np.float32)
+
+    def vectors(self, rows: Sequence[int] | np.ndarray) -> np.ndarray:
+        rows = np.asarray(rows, dtype=np.int64)
+        if self._vectors is not None:
+            return np.asarray(self._vectors[rows], dtype=np.float32)
+        if not len(rows):
+            return np.zeros((0, self.dim), dtype=np.float32)
+        lo, hi = int(rows.min()), int(rows.max()) + 1
+        if hi - lo <= 4 * len(rows):  # one bulk read of the span beats row-by-row calls
+            return self.block(lo, hi - lo)[rows - lo]
+        return np.vstack([self.dense.reconstruct(int(r)) for r in rows]).astype(np.float32)
+
+    def block(self, start: int, n: int) -> np.ndarray:
+        """Rows ``start .. start + n`` of the passage vectors."""
+        if self._vectors is not None:
+            return np.asarray(self._vectors[start : start + n], dtype=np.float32)
+        try:
+            return np.asarray(self.dense.reconstruct_n(start, n), dtype=np.float32)
+        except RuntimeError:
+            return np.vstack([self.dense.reconstruct(int(r)) for r in range(start, start + n)]).astype(np.float32)
+
+    def sentence_vectors(self, rows: Sequence[int] | np.ndarray) -> np.ndarray:
+        rows = np.asarray(rows, dtype=np.int64)
+        return np.asarray(self._sq[rows], dtype=np.float32) * np.asarray(self._scale[rows])[:, None]
+
+    def sentence_codes(self, start: int, n: int) -> tuple[np.ndarray, np.ndarray]:
+        return np.asarray(self._sq[start : start + n]), np.asarray(self._scale[start : start + n])
+
+    # -- rows -------------------------------------------------------------------------------------
+    def _query(self, sql: str, args: Sequence[Any]) -> list[tuple]:
+        try:
+            with self._lock:
+                return self._db.execute(sql, args).fetchall()
+        except sqlite3.DatabaseError as exc:
+            raise IndexDamagedError(self._version_name, f"segment {self.folder.name}: rows.sqlite cannot be read "
+                                                        f"({_short(exc)})") from None
+
+    def chunks(self, rows: Sequence[int]) -> list[ChunkRow]:
+        out: list[ChunkRow] = []
+        rows = [int(r) for r in rows]
+        for s in range(0, len(rows), 500):
+            part = rows[s : s + 500]
+            out += [_chunk(r) for r in self._query(
+                f'SELECT row, chunk_id, doc_id, page, section, start, "end", body FROM chunks WHERE row IN '
+                f"({','.join('?' * len(part))})", part)]
+        return out
+
+    def chunk_range(self, start: int, n: int) -> list[ChunkRow]:
+        return [_chunk(r) for r in self._query(
+            'SELECT row, chunk_id, doc_id, page, section, start, "end", body FROM chunks WHERE row >= ? AND row < ? '
+            "ORDER BY row", (start, start + n))]
+
+    def _sentences(self, doc_id: str, where: str, args: Sequence[Any]) -> list[SentenceRow]:
+        rows = self._query(
+            'SELECT s.row, s.pos, s.ordinal, s.start, s."end", s.page, s.section, s.role, c.row, c.body '
+            f"FROM sentences s JOIN chunks c ON c.row = s.chunk WHERE {where} ORDER BY s.start, s.row", args)
+        bodies: dict[int, list[str]] = {}
+        out = []
+        for r in rows:
+            if r[8] not in bodies:
+                bodies[r[8]] = _body(r[9])[1]
+            out.append(SentenceRow(r[0], doc_id, r[2], r[3], r[4], r[5], r[6], bodies[r[8]][r[1]], r[7]))
+        return out
+
+    def sentences_in(self, doc_id: str, first: int, n: int, start: int, end: int) -> list[SentenceRow]:
+        """The document's sentences (rows ``first .. first + n``) that overlap ``[start, end)``, in order."""
+        return self._sentences(doc_id, 's.row >= ? AND s.row < ? AND s.start < ? AND s."end" > ?',
+                               (first, first + n, end, start))
+
+    def sentence_by_ordinal(self, doc_id: str, first: int, n: int, ordinal: int) -> SentenceRow | None:
+        found = self._sentences(doc_id, "s.row >= ? AND s.row < ? AND s.ordinal = ?", (first, first + n, ordinal))
+        return found[0] if found else None
+
+    def sentence_range(self, doc_id: str, start: int, n: int) -> list[SentenceRow]:
+        return sorted(self._sentences(doc_id, "s.row >= ? AND s.row < ?", (start, start + n)), key=lambda x: x.row)
+
+    def close(self) -> None:
+        self._db.close()
+
+
+def _chunk(r: tuple) -> ChunkRow:
+    return ChunkRow(r[0], r[1], r[2], _body(r[7])[0], r[3], r[4], r[5], r[6])
+
+
+def _top(scores: np.ndarray, k: int, allowed: np.ndarray | None) -> tuple[np.ndarray, np.ndarray]:
+    """The ``k`` best positions of ``scores`` (best first) among ``allowed``: argpartition, then a sort of k."""
+    if allowed is not None:
+        scores = np.where(allowed, scores, -np.inf)
+        k = min(k, int(allowed.sum()))
+    if k <= 0:
+        return np.zeros(0, dtype=np.int64), np.zeros(0, dtype=np.float32)
+    part = np.argpartition(-scores, k - 1)[:k] if k < len(scores) else np.arange(len(scores))
+    order = part[np.argsort(-scores[part], kind="stable")]
+    return order.astype(np.int64), scores[order].astype(np.float32)
+
+
+def top_k(scores: np.ndarray, k: int) -> np.ndarray:
+    """Positions of the ``k`` highest ``scores`` with a positive score, best first (argpartition: no full sort)."""
+    order, values = _top(scores, k, None)
+    return order[values > 0]
