@@ -67,7 +67,7 @@ main()
 
 #: Every step of a segmented write and publish, in order; those before ``publish`` leave the old version.
 SEGMENT_STEPS = [
-    "dmlqa.index.writer:write_segment",  # a new segment (the batch of new and changed documents)
+    "dmlqa.index.writer:SegmentBuilder.write",  # a new segment (the batch of new and changed documents)
     "dmlqa.index.writer:link_segment",  # sharing an unchanged segment with the new version
     "dmlqa.index.writer:VersionWriter._merge_one",  # merging small segments
     "dmlqa.index.writer:VersionWriter._write_store",  # the document table and the citation graph

@@ -211,4 +211,5 @@ def test_hnsw_index_is_used_past_the_threshold(tmp_path: Path, encoder) -> None:
     assert v.meta["index_type"] == "hnsw"
     hits = searcher(tmp_path).search("pipeline bubble micro-batches", SearchOptions(k=1, mode="dense"))
     assert hits[0].doc_id == "arxiv:1811.06965"
-    assert np.allclose(v.vectors([0])[0], vecs[0], atol=1e-6)
+    # an HNSW segment keeps 8-bit codes of the vectors: read back within the quantisation step
+    assert np.allclose(v.vectors([0])[0], vecs[0], atol=0.01) and float(v.vectors([0])[0] @ vecs[0]) > 0.999

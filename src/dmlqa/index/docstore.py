@@ -15,6 +15,7 @@ import hashlib
 import json
 import sqlite3
 from collections.abc import Iterable
+from dataclasses import fields, replace
 from pathlib import Path
 
 from dmlqa.models import Document
@@ -47,15 +48,18 @@ class DocStore:
         """Store ``docs`` (the last one wins for a repeated id); returns how many rows were written.
 
         A document whose serialised form has the same sha256 as its stored row is not written again:
-        only the digests of the given ids are read to find out, never the stored JSON.
+        only the digests of the given ids are read to find out, never the stored JSON. A document without
+        blocks is never written: the build lets the text of stored documents go (:func:`without_text`) and
+        must not overwrite it with nothing.
         """
-        rows: dict[str, tuple[str, str | None, int, str, str]] = {}
+        given: dict[str, tuple[Document, str]] = {}
         for d in docs:
-            document = json.dumps(d.to_json(), ensure_ascii=False)
-            digest = hashlib.sha256(document.encode("utf-8")).hexdigest()
-            rows[d.doc_id] = (d.doc_id, d.sha256, int(d.is_card), document, digest)
-        stored = self._digests(list(rows))
-        changed = [row for doc_id, row in rows.items() if stored.get(doc_id) != row[4]]
+            if not d.blocks:  # a copy whose text was let go (its text is stored already), or no text at all
+                continue
+            given[d.doc_id] = (d, digest(d))
+        stored = self._digests(list(given))
+        changed = [(d.doc_id, d.sha256, int(d.is_card), json.dumps(d.to_json(), ensure_ascii=False), dig)
+                   for doc_id, (d, dig) in given.items() if stored.get(doc_id) != dig]
         if changed:
             with self._db:
                 self._db.executemany(
@@ -104,3 +108,30 @@ def read_document(path: Path, doc_id: str) -> Document | None:
     except sqlite3.Error:  # not written yet, or being replaced: the caller falls back to the index's chunks
         return None
     return Document.from_json(json.loads(row[0])) if row else None
+
+
+def digest(doc: Document) -> str:
+    """A sha256 that changes whenever the stored form of ``doc`` would: its facts, and its text — stood for by
+    the sha256 of the source bytes the text was extracted from when there is one (the text is kept while
+    those bytes are), so an unchanged paper is compared without serialising its text."""
+    facts = {f.name: getattr(doc, f.name) for f in fields(doc) if f.name != "blocks"}
+    if doc.sha256:
+        text = f"{len(doc.blocks)}:{sum(len(b.text) for b in doc.blocks)}"
+    else:
+        text = json.dumps([[b.text, b.page, b.section] for b in doc.blocks], ensure_ascii=False)
+    body = json.dumps([facts, text], ensure_ascii=False, default=list)
+    return hashlib.sha256(body.encode("utf-8", "surrogatepass")).hexdigest()
+
+
+def without_text(doc: Document) -> Document:
+    """``doc`` without its text, once the store holds it: a build keeps every document's facts in memory but
+    only one batch's texts (a catalog card, whose text is its facts and which is never stored, stays whole)."""
+    return doc if doc.is_card or not doc.blocks else replace(doc, blocks=())
+
+
+def with_text(doc: Document, store: DocStore) -> Document:
+    """``doc`` with its text read back from ``store`` when :func:`without_text` let it go."""
+    if doc.is_card or doc.blocks:
+        return doc
+    stored = store.get(doc.doc_id)
+    return replace(doc, blocks=stored.blocks) if stored is not None else doc

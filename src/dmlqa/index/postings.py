@@ -70,32 +70,9 @@ class Postings:
     @classmethod
     def build(cls, texts: Sequence[str]) -> Postings:
         """The postings of ``texts`` (row ``i`` is ``texts[i]``), tokenised by :func:`tokenize`."""
-        vocab: dict[str, int] = {}
-        term_ids: list[int] = []
-        row_ids: list[int] = []
-        lengths = np.zeros(len(texts), dtype=np.float32)
-        for row, text in enumerate(texts):
-            tokens = tokenize(text) or [EMPTY]
-            lengths[row] = len(tokens)
-            for t in tokens:
-                term_ids.append(vocab.setdefault(t, len(vocab)))
-            row_ids.extend([row] * len(tokens))
-        names = sorted(vocab)
-        if not names:
-            return cls(_encode([]), np.zeros(1, dtype=np.int64), np.zeros(0, dtype=np.int32),
-                       np.zeros(0, dtype=np.float32), lengths)
-        rank = np.empty(len(vocab), dtype=np.int64)
-        rank[[vocab[n] for n in names]] = np.arange(len(names))
-        # (term rank, row) pairs, counted: one posting per distinct pair, sorted by term then row
-        keys = rank[np.asarray(term_ids, dtype=np.int64)] * max(len(texts), 1) + np.asarray(row_ids, dtype=np.int64)
-        uniq, counts = np.unique(keys, return_counts=True)
-        t_of = uniq // max(len(texts), 1)
-        indptr = np.zeros(len(names) + 1, dtype=np.int64)
-        np.add.at(indptr, t_of + 1, 1)
-        # row numbers in 2 bytes while a segment's rows fit (segments are ~50k rows), term counts in 2
-        row_type = np.uint16 if len(texts) <= 1 << 16 else np.int32
-        return cls(_encode(names), np.cumsum(indptr), (uniq % max(len(texts), 1)).astype(row_type),
-                   np.minimum(counts, 65535).astype(np.uint16), lengths)
+        builder = PostingsBuilder()
+        builder.add(texts)
+        return builder.build()
 
     def save(self, folder: Path) -> None:
         folder.mkdir(parents=True, exist_ok=True)
@@ -122,6 +99,46 @@ class Postings:
             return np.zeros(0, dtype=np.int32), np.zeros(0, dtype=np.float32)
         a, b = int(self.indptr[pos]), int(self.indptr[pos + 1])
         return self.rows[a:b], self.tf[a:b]
+
+
+class PostingsBuilder:
+    """Postings built row by row: each text becomes an int32 array of term ids as it arrives, so a segment
+    being filled holds ~4 bytes a token instead of the texts (or Python lists of ids)."""
+
+    def __init__(self) -> None:
+        self.vocab: dict[str, int] = {}
+        self.ids: list[np.ndarray] = []
+        self.lengths: list[int] = []
+
+    def add(self, texts: Sequence[str]) -> None:
+        vocab = self.vocab
+        for text in texts:
+            tokens = tokenize(text) or [EMPTY]
+            self.ids.append(np.fromiter((vocab.setdefault(t, len(vocab)) for t in tokens), dtype=np.int32,
+                                        count=len(tokens)))
+            self.lengths.append(len(tokens))
+
+    def build(self) -> Postings:
+        n = len(self.lengths)
+        lengths = np.asarray(self.lengths, dtype=np.float32)
+        names = sorted(self.vocab)
+        if not names:
+            return Postings(_encode([]), np.zeros(1, dtype=np.int64), np.zeros(0, dtype=np.uint16),
+                            np.zeros(0, dtype=np.uint16), lengths)
+        rank = np.empty(len(self.vocab), dtype=np.int64)
+        rank[[self.vocab[t] for t in names]] = np.arange(len(names))
+        # (term rank, row) pairs, counted: one posting per distinct pair, sorted by term then row
+        rows = np.repeat(np.arange(n, dtype=np.int64), np.asarray(self.lengths, dtype=np.int64))
+        keys = rank[np.concatenate(self.ids)] * max(n, 1) + rows
+        del rows
+        uniq, counts = np.unique(keys, return_counts=True)
+        del keys
+        indptr = np.zeros(len(names) + 1, dtype=np.int64)
+        np.add.at(indptr, uniq // max(n, 1) + 1, 1)
+        # row numbers in 2 bytes while a segment's rows fit (segments are ~50k rows), term counts in 2
+        row_type = np.uint16 if n <= 1 << 16 else np.int32
+        return Postings(_encode(names), np.cumsum(indptr), (uniq % max(n, 1)).astype(row_type),
+                        np.minimum(counts, 65535).astype(np.uint16), lengths)
 
 
 @dataclass(frozen=True)

@@ -38,13 +38,13 @@ from dmlqa.index.postings import Lexicon, Postings
 from dmlqa.index.segments import (
     ChunkRow,
     Segment,
+    SegmentBuilder,
     SentenceRow,
     fsync_dir,
     fsync_tree,
     link_segment,
     new_segment_id,
     quantize,
-    write_segment,
 )
 from dmlqa.models import Chunk, CitationLink, Document
 from dmlqa.paths import VERSIONS
@@ -125,22 +125,6 @@ def read_placements(version_dir: Path) -> dict[str, Placement]:
     return {r[0]: Placement(r[1] or "", r[2], r[3] or 0, r[4] or 0, r[5] or 0, r[6] or 0) for r in rows}
 
 
-@dataclass
-class _Pending:
-    """Rows waiting for the next new segment."""
-
-    chunks: list[ChunkRow]
-    texts: list[str]
-    vectors: list[np.ndarray]
-    sentences: list[SentenceRow]
-    codes: list[tuple[np.ndarray, np.ndarray]]
-    placed: dict[str, Placement]
-
-    @classmethod
-    def empty(cls) -> _Pending:
-        return cls([], [], [], [], [], {})
-
-
 class VersionWriter:
     """One version being written; use as a context manager (an exception removes the half-written folder)."""
 
@@ -165,8 +149,8 @@ class VersionWriter:
                 self.previous = {}
         self.placements: dict[str, Placement] = {}
         self.new_segments: dict[str, dict[str, Any]] = {}
-        self._pending = _Pending.empty()
-        self._pending_rows = 0
+        self._pending = SegmentBuilder(dim)
+        self._placed: dict[str, Placement] = {}
         self.counts = {"chunks": 0, "sentences": 0}
 
     def __enter__(self) -> VersionWriter:
@@ -203,41 +187,31 @@ class VersionWriter:
     def add(self, doc_id: str, key: str, chunks: Sequence[Chunk], lexical_texts: Sequence[str], vectors: np.ndarray,
             sentences: Sequence[tuple[int, Sentence]], sentence_vectors: np.ndarray) -> None:
         """A new or changed document's rows, for the next new segment."""
-        p = self._pending
         if not chunks:
             self.placements[doc_id] = Placement(key, None)
             return
-        first, first_s = len(p.chunks), len(p.sentences)
-        p.chunks += [ChunkRow(first + i, c.chunk_id, c.doc_id, c.text, c.page, c.section, c.start, c.end)
-                     for i, c in enumerate(chunks)]
-        p.texts += list(lexical_texts)
-        p.vectors.append(np.asarray(vectors, dtype=np.float32))
-        p.sentences += [SentenceRow(first_s + i, s.doc_id, o, s.start, s.end, s.page, s.section, s.text, s.role)
-                        for i, (o, s) in enumerate(sentences)]
-        p.codes.append(quantize(sentence_vectors) if len(sentences) else
-                       (np.zeros((0, p.vectors[-1].shape[1]), dtype=np.int8), np.zeros(0, dtype=np.float32)))
-        p.placed[doc_id] = Placement(key, None, first, len(chunks), first_s, len(sentences))
-        self._pending_rows += len(chunks)
-        if self._pending_rows >= self.segment_rows:
+        rows = [ChunkRow(i, c.chunk_id, c.doc_id, c.text, c.page, c.section, c.start, c.end)
+                for i, c in enumerate(chunks)]
+        srows = [SentenceRow(i, x.doc_id, o, x.start, x.end, x.page, x.section, x.text, x.role)
+                 for i, (o, x) in enumerate(sentences)]
+        codes = quantize(sentence_vectors) if len(sentences) else (
+            np.zeros((0, np.asarray(vectors).shape[1]), dtype=np.int8), np.zeros(0, dtype=np.float32))
+        first, first_s = self._pending.add(rows, lexical_texts, vectors, srows, codes)
+        self._placed[doc_id] = Placement(key, None, first, len(chunks), first_s, len(sentences))
+        if self._pending.rows >= self.segment_rows:
             self.flush()
 
     def flush(self) -> None:
         """Write the pending rows as a new segment."""
-        p = self._pending
-        if not p.chunks:
+        if not self._pending.rows:
             return
         seg = new_segment_id()
-        dim = p.vectors[0].shape[1] if p.vectors else self.dim
-        codes = (np.concatenate([c[0] for c in p.codes]) if p.codes else np.zeros((0, dim), dtype=np.int8),
-                 np.concatenate([c[1] for c in p.codes]) if p.codes else np.zeros(0, dtype=np.float32))
-        self.new_segments[seg] = write_segment(
-            self.tmp / "segments" / seg, p.chunks, p.texts, np.concatenate(p.vectors), p.sentences, codes,
-            ann_threshold=self.ann_threshold, ivfpq_threshold=self.ivfpq_threshold,
-        )
-        for doc_id, place in p.placed.items():
+        self.new_segments[seg] = self._pending.write(self.tmp / "segments" / seg, ann_threshold=self.ann_threshold,
+                                                     ivfpq_threshold=self.ivfpq_threshold)
+        for doc_id, place in self._placed.items():
             self.placements[doc_id] = replace(place, segment=seg)
-        self._pending = _Pending.empty()
-        self._pending_rows = 0
+        self._pending = SegmentBuilder(self.dim)
+        self._placed = {}
 
     # -- finishing --------------------------------------------------------------------------------
     def finish(self, documents: Sequence[Document], meta: dict[str, Any],
@@ -318,34 +292,23 @@ class VersionWriter:
     def _merge_one(self, group: list[str], placements: dict[str, Placement],
                    titles: dict[str, str]) -> tuple[dict[str, Placement], dict[str, Any]]:
         seg_id = new_segment_id()
-        chunks: list[ChunkRow] = []
-        texts: list[str] = []
-        vectors: list[np.ndarray] = []
-        sentences: list[SentenceRow] = []
-        codes: list[tuple[np.ndarray, np.ndarray]] = []
+        builder = SegmentBuilder(self.dim)
         moved: dict[str, Placement] = {}
         for s in group:
             seg = Segment(self.tmp / "segments" / s, self.name)
             try:
-                docs = sorted((p.first_row, d) for d, p in placements.items() if p.segment == s)
-                for _, doc_id in docs:
+                for _, doc_id in sorted((p.first_row, d) for d, p in placements.items() if p.segment == s):
                     p = placements[doc_id]
-                    first, first_s = len(chunks), len(sentences)
                     rows = seg.chunk_range(p.first_row, p.n_chunks)
-                    chunks += [replace(c, row=first + i) for i, c in enumerate(rows)]
-                    texts += [dense_text(titles[doc_id], c.section, c.text) for c in rows]
-                    vectors.append(seg.block(p.first_row, p.n_chunks))
-                    sentences += [replace(x, row=first_s + i)
-                                  for i, x in enumerate(seg.sentence_range(doc_id, p.first_sentence, p.n_sentences))]
-                    codes.append(seg.sentence_codes(p.first_sentence, p.n_sentences))
+                    first, first_s = builder.add(
+                        rows, [dense_text(titles[doc_id], c.section, c.text) for c in rows],
+                        seg.block(p.first_row, p.n_chunks), seg.sentence_range(doc_id, p.first_sentence, p.n_sentences),
+                        seg.sentence_codes(p.first_sentence, p.n_sentences))
                     moved[doc_id] = replace(p, segment=seg_id, first_row=first, first_sentence=first_s)
             finally:
                 seg.close()
-        info = write_segment(
-            self.tmp / "segments" / seg_id, chunks, texts, np.concatenate(vectors), sentences,
-            (np.concatenate([c[0] for c in codes]), np.concatenate([c[1] for c in codes])),
-            ann_threshold=self.ann_threshold, ivfpq_threshold=self.ivfpq_threshold,
-        )
+        info = builder.write(self.tmp / "segments" / seg_id, ann_threshold=self.ann_threshold,
+                             ivfpq_threshold=self.ivfpq_threshold)
         return {**placements, **moved}, info
 
     def _write_store(self, documents: Sequence[Document], placements: dict[str, Placement],

@@ -20,7 +20,7 @@ import time
 from pathlib import Path
 
 from dmlqa.errors import ExecutorError, NoNetworkError, NothingToBuildError
-from dmlqa.index.docstore import DocStore
+from dmlqa.index.docstore import DocStore, with_text, without_text
 from dmlqa.index.versions import prune
 from dmlqa.models import Resource
 from dmlqa.pipeline import indexing, stages
@@ -118,22 +118,24 @@ def run_build(
             resources = _read_catalog(settings)
         report.resources = len(resources)
 
-        with make_executor(settings, options, progress, clock) as executor:
-            with DocStore(settings.paths.documents) as store:
-                fetched, extracted = executor.fetch_extract(resources, store)
-                report.add_fetch(fetched)
-                report.add_extract(extracted)
-                _stop_without_network(settings, report, fetched.stats)
-                with clock("extract"):
-                    local = stages.local_documents(settings, store)
-                    report.add_extract(local, local=True)
-                    documents = [*extracted.documents, *local.documents]
-                    report.add_removed(stages.store_documents(store, documents))
+        with make_executor(settings, options, progress, clock) as executor, \
+                DocStore(settings.paths.documents) as store:
+            fetched, extracted = executor.fetch_extract(resources, store)
+            report.add_fetch(fetched)
+            report.add_extract(extracted)
+            _stop_without_network(settings, report, fetched.stats)
+            with clock("extract"):
+                local = stages.local_documents(settings, store)
+                report.add_extract(local, local=True)
+                documents = [*extracted.documents, *local.documents]
+                report.add_removed(stages.store_documents(store, documents))
+                # from here on the build holds every document's facts, and the texts of one batch at a time
+                documents = [without_text(d) for d in documents]
             log.debug("fetch stats: %s", fetched.stats)
             works = stages.merge_copies(resources, documents, report.failed)
             report.add_works(works)
             with clock("graph"):
-                graph = stages.citations(works, settings)
+                graph = stages.citations(works, settings, store)
             report.add_graph(graph)
 
             with clock("embed"):
@@ -141,10 +143,11 @@ def run_build(
                 # on one machine its one-time ONNX export is done before any worker (which would race).
                 encoder = stages.encoder_for(settings)
             meta = indexing.version_meta(settings, works, encoder_key=encoder.key, resources=report.resources,
-                                       failed=report.failed, graph=graph)
+                                         failed=report.failed, graph=graph)
             # chunk → embed → sentences → segment, a batch of new and changed documents at a time
             indexed = indexing.index_documents(settings, works.documents, executor, encoder, meta,
-                                             citations=graph.rows(), progress=progress, clock=clock)
+                                               citations=graph.rows(), progress=progress, clock=clock,
+                                               load_text=lambda d: with_text(d, store))
         report.add_index(indexed)
         report.changes = diff_documents(previous, new_documents(works.documents))
         report.seconds["total"] = time.perf_counter() - t_all

@@ -7,7 +7,7 @@ Kept apart from :mod:`dmlqa.pipeline.stages`, whose functions it calls for each 
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
@@ -27,9 +27,10 @@ if TYPE_CHECKING:
 __all__ = ["document_key", "index_documents", "version_meta"]
 
 
-#: Text characters of new documents chunked, embedded and handed to the index writer at a time (~15k
-#: passages): what bounds the build's memory, however many documents the collection holds.
-BATCH_CHARS = 12_000_000
+#: New and changed documents whose texts are read back, chunked, embedded and handed to the index writer at
+#: a time (~13k passages of papers): with the writer's one segment, what bounds the build's memory, however
+#: many documents the collection holds.
+BATCH_DOCUMENTS = 256
 
 
 def document_key(doc: Document, settings: Settings, encoder_key: str) -> str:
@@ -41,22 +42,9 @@ def document_key(doc: Document, settings: Settings, encoder_key: str) -> str:
     from dmlqa.index.writer import FORMAT, content_key
 
     s = settings.index
-    parts = (FORMAT, content_key(doc), sum(len(b.text) for b in doc.blocks), doc.title, s.chunk_tokens,
-             s.chunk_overlap, s.reference_chunks, settings.embed.model, encoder_key)
+    parts = (FORMAT, content_key(doc), doc.title, s.chunk_tokens, s.chunk_overlap, s.reference_chunks,
+             settings.embed.model, encoder_key)
     return hashlib.sha256(repr(parts).encode("utf-8", "surrogatepass")).hexdigest()
-
-
-def _batches(documents: Sequence[Document], chars: int) -> list[list[Document]]:
-    out: list[list[Document]] = [[]]
-    size = 0
-    for d in documents:
-        n = sum(len(b.text) for b in d.blocks)
-        if out[-1] and size + n > chars:
-            out.append([])
-            size = 0
-        out[-1].append(d)
-        size += n
-    return [b for b in out if b]
 
 
 def version_meta(settings: Settings, works: WorksResult, *, encoder_key: str, resources: int,
@@ -83,14 +71,15 @@ def version_meta(settings: Settings, works: WorksResult, *, encoder_key: str, re
 def index_documents(
     settings: Settings, documents: Sequence[Document], executor: Executor, encoder: Encoder, meta: dict[str, Any],
     *, citations: Sequence[tuple[CitationLink, str]] = (), progress: Progress | None = None,
-    clock: Stopwatch | None = None,
+    clock: Stopwatch | None = None, load_text: Callable[[Document], Document] | None = None,
 ) -> IndexResult:
     """Write a new index version of ``documents``, publish it and prune old ones.
 
     A document whose :func:`document_key` the published version holds keeps its rows (shared segment
     files, nothing recomputed); the new and changed ones are chunked (by ``executor``), embedded (through
     the embedding cache) and split into quotable sentences a batch at a time, and each batch goes to the
-    index writer, which writes a segment whenever it holds ``index.segment_rows`` passages.
+    index writer, which writes a segment whenever it holds ``index.segment_rows`` passages. ``load_text`` gives a
+    document its text back when the build let it go (:func:`dmlqa.index.docstore.with_text`).
     """
     from dmlqa.index.versions import current_version
     from dmlqa.index.writer import VersionWriter
@@ -111,7 +100,10 @@ def index_documents(
             else:
                 fresh.append(d)
         source = executor.vectors(encoder) if fresh else None
-        for batch in _batches(fresh, BATCH_CHARS):
+        for first in range(0, len(fresh), BATCH_DOCUMENTS):
+            batch = fresh[first : first + BATCH_DOCUMENTS]
+            if load_text is not None:
+                batch = [load_text(d) for d in batch]
             with clock("chunk"):
                 chunked = executor.chunk(batch)
             failed += chunked.failed

@@ -28,7 +28,7 @@ import numpy as np
 from dmlqa.catalog.urls import is_url_title
 from dmlqa.errors import EncoderError, ExtractError, FetchError, Interrupted
 from dmlqa.extract.worker import TimedExtractor
-from dmlqa.index.docstore import DocStore
+from dmlqa.index.docstore import DocStore, with_text, without_text
 from dmlqa.index.versions import dense_text
 from dmlqa.media import charset
 from dmlqa.models import Chunk, Document, Failure, Resource
@@ -223,11 +223,45 @@ def extract(
     """:func:`extract_one` for every fetched resource, in order, the previous texts read from ``store``;
     each document's extraction stopped after ``time_limit_s`` seconds (0: no limit)."""
     parts = []
-    with TimedExtractor(time_limit_s) as extractor:
+    with TimedExtractor(time_limit_s) as extractor, _Storing(store) as storing:
         for item in items:
-            parts.append(extract_one(item, store.get(item.resource.id), extractor))
+            result = extract_one(item, store.get(item.resource.id), extractor)
+            parts.append(replace(result, documents=tuple(storing.add(d) for d in result.documents)))
             advance(1)
     return ExtractResult.combine(parts)
+
+
+#: Documents written to the document store at a time during extraction.
+STORE_BATCH = 64
+
+
+class _Storing:
+    """Writes extracted documents to the store in batches and hands back copies without their text
+    (:func:`~dmlqa.index.docstore.without_text`): an extraction holds one batch of texts, never the
+    collection's, and the index stage reads each batch's texts back (:func:`~dmlqa.index.docstore.with_text`)."""
+
+    def __init__(self, store: DocStore) -> None:
+        self.store = store
+        self.pending: list[Document] = []
+
+    def add(self, doc: Document) -> Document:
+        if doc.is_card or not doc.blocks:
+            return doc
+        self.pending.append(doc)
+        if len(self.pending) >= STORE_BATCH:
+            self.flush()
+        return without_text(doc)
+
+    def flush(self) -> None:
+        if self.pending:
+            self.store.put_many(self.pending)
+            self.pending = []
+
+    def __enter__(self) -> _Storing:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.flush()
 
 
 def local_documents(settings: Settings, store: DocStore) -> ExtractResult:
@@ -255,7 +289,7 @@ def local_documents(settings: Settings, store: DocStore) -> ExtractResult:
     failed += [Failure(where, "local", f"{reason}; its files are indexed without the library's metadata")
                for where, reason in unreadable]
     seen: dict[str, str] = {}  # doc_id -> the file that gave it, so that two files cannot share one
-    with TimedExtractor(settings.build.extract_timeout_s) as extractor:
+    with TimedExtractor(settings.build.extract_timeout_s) as extractor, _Storing(store) as storing:
         for path in files:
             rel = safe_id(path.relative_to(corpus).as_posix())  # shown in the report: one line
             try:
@@ -268,7 +302,7 @@ def local_documents(settings: Settings, store: DocStore) -> ExtractResult:
                         if isinstance(item, Failure):
                             failed.append(item)
                         else:
-                            docs.append(item)
+                            docs.append(storing.add(item))
                     continue
                 doc_id = file_doc_id(corpus, path)
                 sha = file_sha256(path)
@@ -285,7 +319,7 @@ def local_documents(settings: Settings, store: DocStore) -> ExtractResult:
             # a stored text made with a library's metadata is not reused once the library no longer names it
             if previous is not None and previous.sha256 == sha and (entry is not None or not previous.lists):
                 reused += 1
-                docs.append(_with_library(previous, entry, file_url))
+                docs.append(storing.add(_with_library(previous, entry, file_url)))
                 continue
             try:
                 text = extractor.run(extract_file, path, max_bytes=cap, where=rel)
@@ -295,11 +329,12 @@ def local_documents(settings: Settings, store: DocStore) -> ExtractResult:
                 reason = exc.reason if isinstance(exc, ExtractError) else f"unexpected error: {exc!r}"
                 failed.append(Failure(rel, "extract", reason))
                 if previous is not None:
-                    docs.append(_with_library(previous, entry, file_url))
+                    docs.append(storing.add(_with_library(previous, entry, file_url)))
                 continue
             title = text.title or safe_id(" ".join(path.stem.split()))  # a name's newline: not in the title
             res = Resource(id=doc_id, url=file_url, title=title, kind="article")
-            docs.append(_with_library(to_document(res, text, source_url=res.url, sha256=sha), entry, file_url))
+            doc = to_document(res, text, source_url=res.url, sha256=sha)
+            docs.append(storing.add(_with_library(doc, entry, file_url)))
             extracted += 1
     return ExtractResult(tuple(docs), tuple(failed), extracted=extracted, reused_documents=reused)
 
@@ -339,7 +374,8 @@ def _with_library(doc: Document, attached: AttachedFile | None, file_url: str) -
 
 
 def store_documents(store: DocStore, documents: Sequence[Document]) -> list[str]:
-    """Keep only what the catalog and corpus/local still name, store this build's full texts; the ids removed."""
+    """Keep only what the catalog and corpus/local still name, store the full texts not stored yet (extraction
+    stores as it goes; an executor elsewhere hands them over whole); the ids removed."""
     gone = sorted(store.ids() - {d.doc_id for d in documents})
     store.delete(gone)
     store.put_many(d for d in documents if not d.is_card)
@@ -365,7 +401,7 @@ def merge_copies(
     )
 
 
-def citations(works: WorksResult, settings: Settings | None = None) -> GraphResult:
+def citations(works: WorksResult, settings: Settings | None = None, store: DocStore | None = None) -> GraphResult:
     """The citation graph of the merged works (:mod:`dmlqa.pipeline.graph`): after the merge, so that a
     reference to any copy of a work lands on the one document that holds it. Never raises for a paper.
 
@@ -373,11 +409,14 @@ def citations(works: WorksResult, settings: Settings | None = None) -> GraphResu
     is reused where nothing that could change it changed: the cost follows what changed, the links are those
     of a full resolution.
     """
+    from dmlqa.extract.references import parse_references
     from dmlqa.pipeline.graph import citation_graph
 
     if settings is None:
         return citation_graph(works.documents)
-    return citation_graph(works.documents, cache=settings.paths.references_cache,
+    # a paper's text is read back from the store only when its parsed references are not in the cache
+    parse = (lambda d: parse_references(with_text(d, store))) if store is not None else None
+    return citation_graph(works.documents, parse=parse, cache=settings.paths.references_cache,
                           previous=_previous_graph(settings.index_dir))
 
 
