@@ -74,8 +74,8 @@ SEGMENT_STEPS = [
     "dmlqa.index.writer:Lexicon.save",  # BM25 collection statistics
     "dmlqa.index.writer:fsync_file",  # flushing the manifest
     "dmlqa.index.writer:os.rename",  # renaming the folder into place
-    "dmlqa.pipeline.stages:publish",  # replacing CURRENT
-    "dmlqa.pipeline.stages:prune",  # after publishing: the new version must be complete
+    "dmlqa.pipeline.indexing:publish",  # replacing CURRENT
+    "dmlqa.pipeline.indexing:prune",  # after publishing: the new version must be complete
 ]
 
 

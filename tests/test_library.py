@@ -23,7 +23,7 @@ from dmlqa.catalog.bibformats import parse_file_field, read_library
 from dmlqa.catalog.library import SIDECAR, library_metadata
 from dmlqa.catalog.store import read_catalog
 from dmlqa.errors import LibraryError
-from dmlqa.index.docstore import DocStore
+from dmlqa.index.docstore import DocStore, with_text
 from dmlqa.models import Block, Document
 from dmlqa.pipeline import stages
 from dmlqa.pipeline.works import merge_works
@@ -316,10 +316,10 @@ def test_cli_add_reports_every_entry(tmp_path: Path) -> None:
 
 
 def _local_docs(kb: dmlqa.KnowledgeBase) -> dict[str, Document]:
+    """The local documents as a build makes them: stored as they are extracted, their texts read back."""
     with DocStore(kb.settings.paths.documents) as store:
         result = stages.local_documents(kb.settings, store)
-        store.put_many(result.documents)
-    return {d.doc_id: d for d in result.documents}
+        return {d.doc_id: with_text(d, store) for d in result.documents}
 
 
 def test_library_metadata_wins_over_the_pdf(kb: dmlqa.KnowledgeBase, tmp_path: Path) -> None:
