@@ -15,6 +15,7 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 
 from dmlqa.extract.reference_entries import reference_zone
+from dmlqa.extract.tables import TABLE_LABEL
 from dmlqa.models import BLOCK_SEPARATOR, Document
 
 #: Roles a sentence may have; only QUOTABLE ones are stored for an answer. A SNIPPET (a code or
@@ -164,6 +165,12 @@ def split_document(doc: Document) -> list[Sentence]:
     out: list[Sentence] = []
     offset = 0
     for block in doc.blocks:
+        if pdf and block.section and TABLE_LABEL.match(block.section):
+            # A table the PDF extractor read cell by cell (extract/tables.py): a line is a row with its headers.
+            out += [Sentence(doc.doc_id, offset + s, offset + e, text, ROW, block.page, block.section)
+                    for s, e, text in _lines(block.text) if text]
+            offset += len(block.text) + len(BLOCK_SEPARATOR)
+            continue
         for p_start, p_end, item in _paragraphs(block.text, pdf):
             para = block.text[p_start:p_end]
             spans = [(p_start, p_end)] if item else list(_spans(para, p_start))
@@ -186,6 +193,14 @@ def split_document(doc: Document) -> list[Sentence]:
     if pdf:
         return sorted(out, key=lambda x: (x.start, x.role == ROW))  # a row after the sentence it is glued into
     return _announced_snippets(out)
+
+
+def _lines(text: str) -> Iterator[tuple[int, int, str]]:
+    """(start, end, whitespace-collapsed text) of each line of ``text``."""
+    pos = 0
+    for line in text.split("\n"):
+        yield pos, pos + len(line), " ".join(line.split())
+        pos += len(line) + 1
 
 
 def _markdown_row(text: str) -> bool:

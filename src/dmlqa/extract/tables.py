@@ -1,0 +1,157 @@
+"""Tables of a PDF as quotable rows: each data row with its row and column headers.
+
+In a PDF's text layer a table is a run of bare figures ("1.7 24 2304 24 1 1 32 512 137 44% 4.4"):
+which number is the batch size and which the throughput is lost, so a question about a measured
+figure finds the number but cannot quote what it measures. pdfplumber's table finder reads the
+cells of ruled tables by their lines; every data row then becomes one line that names its table and
+its columns ("Table 3: Model · GPUs · Throughput — GPT-3 175B · 1024 · 140 TFLOPs"), a sentence that
+reads alone. Only pages whose text holds a "Table N" caption are searched (pdfplumber is slow, and a
+table without a caption is more often a figure's boxes), and a table is kept only near a caption.
+
+Tables are a bonus on top of the page text: whatever goes wrong here costs the tables, never the
+document.
+"""
+
+from __future__ import annotations
+
+import io
+import logging
+import re
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+log = logging.getLogger(__name__)
+logging.getLogger("pdfminer").setLevel(logging.ERROR)  # it warns about every odd font, as pypdf does
+
+#: A table caption as it starts a line of PDF text: "Table 3:", "Table 2.", "TABLE IV".
+TABLE_CAPTION = re.compile(r"^\s*(?:Table|TABLE)\s*(\d+|[IVX]+)\s*(?:[:.|]|$)", re.MULTILINE)
+#: The section a table block carries: its label, which is how the sentence splitter knows its lines are rows.
+TABLE_LABEL = re.compile(r"^Table (?:\d+|[IVX]+)$")
+#: A table further than this (PDF points, 1/72 in) from every caption on its page is no captioned table.
+CAPTION_DISTANCE = 120.0
+#: A row longer than this is no row worth quoting (a cell holding a paragraph); the splitter's MAX_CHARS.
+ROW_MAX_CHARS = 500
+#: Between cells, and between the headers and the values.
+CELL_SEP, HEADER_SEP = " · ", " — "
+
+
+@dataclass(frozen=True)
+class Table:
+    """One table of a page: its label ("Table 3") and one line per data row, headers first."""
+
+    label: str
+    text: str
+
+
+def pdf_tables(body: bytes, pages: Sequence[tuple[int, str]], *, url: str = "") -> dict[int, list[Table]]:
+    """The captioned tables of ``pages`` (1-based page number, that page's text) of the PDF ``body``,
+    by page number. Pages without a "Table N" caption in their text are not searched."""
+    wanted = [number for number, text in pages if TABLE_CAPTION.search(text)]
+    if not wanted:
+        return {}
+    try:
+        import pdfplumber
+    except ImportError:  # declared, but tables are a bonus: a broken install loses them, not the PDF
+        return {}
+    out: dict[int, list[Table]] = {}
+    try:
+        with pdfplumber.open(io.BytesIO(body)) as pdf:
+            for number in wanted:
+                try:
+                    tables = page_tables(pdf.pages[number - 1])
+                except Exception as e:  # pdfminer raises anything on damaged content
+                    log.debug("%s: tables of page %d unreadable: %r", url, number, e)
+                    continue
+                if tables:
+                    out[number] = tables
+    except Exception as e:
+        log.debug("%s: pdfplumber cannot open it: %r", url, e)
+    return out
+
+
+def page_tables(page: object) -> list[Table]:
+    """The captioned tables of one pdfplumber page, in reading order (top to bottom)."""
+    captions = [(m["top"], m["bottom"], m["x0"], m["x1"], _label(m["text"]))
+                for m in page.search(r"(?:Table|TABLE)\s*(?:\d+|[IVX]+)\s*[:.|]")]  # type: ignore[attr-defined]
+    if not captions:
+        return []
+    found = []
+    for table in page.find_tables():  # type: ignore[attr-defined]
+        x0, top, x1, bottom = table.bbox
+        # The nearest caption above or below; one in the table's own column first (a two-column page
+        # may have another table's caption level with it), but a caption set left of a centred table counts.
+        near = [(not (c_x0 < x1 and x0 < c_x1), min(abs(c_top - bottom), abs(top - c_bottom)), label)
+                for c_top, c_bottom, c_x0, c_x1, label in captions]
+        near = [n for n in near if n[1] <= CAPTION_DISTANCE]
+        if not near:
+            continue
+        _, _, label = min(near)
+        lines = table_rows(label, table.extract())
+        if lines:
+            found.append((top, Table(label=label, text="\n".join(lines))))
+    return [t for _, t in sorted(found, key=lambda x: x[0])]
+
+
+def _label(caption: str) -> str:
+    number = re.search(r"\d+|[IVX]+", caption[5:])
+    return f"Table {number.group() if number else ''}".strip()
+
+
+def _cell(value: str | None) -> str:
+    return " ".join((value or "").replace("-\n", "-").split())  # "model-\nparallel": a wrapped compound
+
+
+def _has_digit(text: str) -> bool:
+    return any(ch.isdigit() for ch in text)
+
+
+def table_rows(label: str, grid: Sequence[Sequence[str | None]]) -> list[str]:
+    """One line per data row of a table's cell grid: "label: header · header — value · value".
+
+    The first row is the header (its cells' wrapped lines joined). A cell that pdfplumber leaves
+    None is spanned from the row above (a model name over several settings), so it is carried down.
+    A table ruled only above and below its body gives one tall row whose cells hold a value per
+    line ("336M\\n1.3B\\n3.8B"): where the cells agree on that count, each line is a row of its own,
+    and a one-line cell beside them holds for all of them. Rows without a figure are not data.
+    """
+    rows = [list(r) for r in grid if r and any(_cell(c) for c in r)]
+    if len(rows) < 2:
+        return []
+    header = [_cell(c) for c in rows[0]]
+    if sum(1 for h in header if sum(ch.isalpha() for ch in h) >= 2) < 2:
+        return []  # no column names: nothing to say what a figure measures
+    out: list[str] = []
+    above: list[str] = [""] * len(header)
+    for row in rows[1:]:
+        for sub in _unstack(list(row)):
+            values = [_cell(v) if v is not None else above[i] if i < len(above) else "" for i, v in enumerate(sub)]
+            above = values + above[len(values):]
+            if sum(1 for v in values if v) < 2 or not any(_has_digit(v) for v in values):
+                continue
+            line = f"{label}: {CELL_SEP.join(header)}{HEADER_SEP}{CELL_SEP.join(values)}"
+            if len(line) <= ROW_MAX_CHARS:
+                out.append(line)
+    return out
+
+
+def _unstack(cells: list[str | None]) -> list[list[str | None]]:
+    """A row whose cells hold several values a line (rows the table finder could not tell apart)
+    split into one row per line, when every multi-line cell has the same number of lines."""
+    counts = {len(c.strip().split("\n")) for c in cells if c and "\n" in c.strip()}
+    if len(counts) != 1:
+        return [cells]
+    n = counts.pop()
+    stacked = [c for c in cells if c and len(c.strip().split("\n")) == n]
+    if len(stacked) < 2 or not all(_has_digit(c) for c in stacked):
+        return [cells]  # one wrapped text cell, not a column of figures
+    out: list[list[str | None]] = []
+    for k in range(n):
+        sub: list[str | None] = []
+        for c in cells:
+            if c is None:
+                sub.append(None)
+            else:
+                parts = c.strip().split("\n")
+                sub.append(parts[k] if len(parts) == n else c)
+        out.append(sub)
+    return out

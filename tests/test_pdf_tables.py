@@ -1,0 +1,98 @@
+"""PDF tables become quotable rows with their headers (extract/tables.py), on PDFs the tests draw with fpdf2."""
+
+from __future__ import annotations
+
+import pytest
+from fixtures_docs import prose
+
+from dmlqa.extract.documents import extract_bytes, to_document
+from dmlqa.extract.sentences import ROW, split_document
+from dmlqa.extract.tables import table_rows
+from dmlqa.models import Resource
+
+fpdf = pytest.importorskip("fpdf", reason="fpdf2 (test extra) draws the table PDFs")
+
+HEADER = ("model", "GPUs", "throughput")
+ROWS = (("GPT-3 175B", "1024", "140 TFLOPs"), ("Megatron 530B", "2240", "113 TFLOPs"), ("T5 11B", "256", "98 TFLOPs"))
+
+
+def _table_pdf(caption: str | None, *, table_page: int = 2) -> bytes:
+    """Pages of prose; on ``table_page`` a ruled table (``HEADER`` over ``ROWS``) under ``caption``."""
+    pdf = fpdf.FPDF(unit="pt")
+    pdf.set_font("Helvetica", size=10)
+    for number in range(1, 4):
+        pdf.add_page()
+        pdf.multi_cell(0, 13, prose(6, number))
+        if number == table_page:
+            pdf.ln(10)
+            if caption:
+                pdf.multi_cell(0, 13, caption)
+            with pdf.table(col_widths=(60, 30, 40), width=300) as table:
+                for cells in (HEADER, *ROWS):
+                    row = table.row()
+                    for cell in cells:
+                        row.cell(cell)
+            pdf.ln(10)
+            pdf.multi_cell(0, 13, prose(3, 9))
+    return bytes(pdf.output())
+
+
+def _expected(label: str) -> list[str]:
+    return [f"{label}: {' · '.join(HEADER)} — {' · '.join(row)}" for row in ROWS]
+
+
+def test_a_captioned_table_gives_one_row_a_line_with_its_headers_on_its_page() -> None:
+    ex = extract_bytes(_table_pdf("Table 3: Throughput per GPU of three models."), "application/pdf",
+                       url="https://example.org/t.pdf")
+    tables = [b for b in ex.blocks if b.section == "Table 3"]
+    assert len(tables) == 1
+    assert tables[0].page == 2 and tables[0].text.split("\n") == _expected("Table 3")
+    # the page text is all still there, page by page, the table block right after its page
+    assert [b.page for b in ex.blocks] == [1, 2, 2, 3]
+    assert prose(3, 9)[:40] in " ".join(ex.blocks[1].text.split())
+
+
+def test_table_rows_are_quotable_row_sentences() -> None:
+    ex = extract_bytes(_table_pdf("Table 3: Throughput per GPU of three models."), "application/pdf")
+    doc = to_document(Resource(id="t", url="https://example.org/t.pdf", title="Throughput"), ex,
+                      source_url="https://example.org/t.pdf", sha256="")
+    rows = [s for s in split_document(doc) if s.section == "Table 3"]
+    assert [s.text for s in rows] == _expected("Table 3")
+    assert all(s.role == ROW and s.quotable and s.page == 2 for s in rows)
+    for s in rows:  # the offsets point at the row in the document's text
+        assert " ".join(doc.text[s.start : s.end].split()) == s.text
+
+
+def test_a_table_without_a_caption_adds_nothing() -> None:
+    ex = extract_bytes(_table_pdf(None), "application/pdf")
+    assert all(b.section is None for b in ex.blocks)
+    assert [b.page for b in ex.blocks] == [1, 2, 3]
+
+
+def test_stacked_cells_become_one_row_each_and_a_lone_cell_holds_for_all() -> None:
+    grid = [["Model", "Batch\nsize", "Learning\nrate"],
+            ["336M\n1.3B\n3.8B", "128", "1e-5\n2e-5\n3e-5"]]
+    assert table_rows("Table 6", grid) == [
+        "Table 6: Model · Batch size · Learning rate — 336M · 128 · 1e-5",
+        "Table 6: Model · Batch size · Learning rate — 1.3B · 128 · 2e-5",
+        "Table 6: Model · Batch size · Learning rate — 3.8B · 128 · 3e-5",
+    ]
+
+
+def test_a_spanning_cell_is_carried_down_and_wrapped_compounds_rejoined() -> None:
+    grid = [["Scheme", "Tensor model-\nparallel size", "GPUs"],
+            ["ZeRO-3 without\nModel Parallelism", "1", "384"],
+            [None, None, "768"]]
+    assert table_rows("Table 2", grid) == [
+        "Table 2: Scheme · Tensor model-parallel size · GPUs — ZeRO-3 without Model Parallelism · 1 · 384",
+        "Table 2: Scheme · Tensor model-parallel size · GPUs — ZeRO-3 without Model Parallelism · 1 · 768",
+    ]
+
+
+@pytest.mark.parametrize("grid", [
+    [["1", "2"], ["3", "4"]],  # no column names
+    [["Model", "GPUs"]],  # a header alone
+    [["Model", "Notes"], ["GPipe", "pipeline stages"]],  # no figure in any row: not data
+])
+def test_grids_that_are_no_data_table_give_no_rows(grid: list[list[str]]) -> None:
+    assert table_rows("Table 1", grid) == []
