@@ -32,6 +32,7 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
+from threadpoolctl import threadpool_limits
 
 from dmlqa.errors import DiskFullError, IndexDamagedError, IndexMissingError, is_disk_full
 from dmlqa.extract.sentences import Sentence
@@ -296,6 +297,10 @@ class IndexVersion:
         # Queries arrive one at a time: FAISS's OpenMP threads only fight over the cores then.
         # Measured on 2 busy cores at 20k vectors: p50 36 ms with 2 threads, 1.7 ms with 1.
         faiss.omp_set_num_threads(1)
+        # The same for BLAS (NumPy's and FAISS's OpenBLAS): a query's products are small, and idle BLAS
+        # threads spin between them. bench/scale.py at 200k passages: search p50/p95 16/23 CPU ms with
+        # the default 2 threads, 8/12 with 1 (filtered 24/32 -> 11/14).
+        threadpool_limits(1, user_api="blas")
         self.path = path
         self.name = path.name
         self.meta: dict[str, Any] = read_meta(path)
