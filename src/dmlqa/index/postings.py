@@ -184,8 +184,17 @@ class Lexicon:
         return frozenset(t.decode("utf-8") for t in np.asarray(self.terms).tolist())
 
 
-def score(query: str, lexicon: Lexicon, segments: Sequence[tuple[Postings, int]], total_rows: int) -> np.ndarray:
-    """BM25 of ``query`` for every row of a version (``segments``: postings with their first global row).
+def length_norms(postings: Postings, mean_length: float) -> np.ndarray:
+    """``k1 · (1 − b + b · length / mean length)`` per row: the part of BM25 that depends on the row alone,
+    computed once per opened version rather than per query term."""
+    return (K1 * ((1 - B) + B * np.asarray(postings.lengths, dtype=np.float32) / np.float32(mean_length))).astype(
+        np.float32)
+
+
+def score(query: str, lexicon: Lexicon, segments: Sequence[tuple[Postings, int]], total_rows: int,
+          norms: Sequence[np.ndarray] | None = None) -> np.ndarray:
+    """BM25 of ``query`` for every row of a version (``segments``: postings with their first global row;
+    ``norms``: their :func:`length_norms`, computed here when not given).
 
     Rows of deleted passages may score too; the caller masks them (it holds the live rows).
     Repeated query words count once each time, as in bm25s.
@@ -196,15 +205,18 @@ def score(query: str, lexicon: Lexicon, segments: Sequence[tuple[Postings, int]]
         return out
     terms = _encode(tokens)
     idf = lexicon.idf(terms)
-    for term, weight in zip(terms.tolist(), idf.tolist(), strict=True):
-        if weight <= 0:
-            continue
-        for postings, offset in segments:
-            rows, tf = postings.term_rows(term)
-            if not len(rows):
+    keep = idf > 0
+    terms, idf = terms[keep], idf[keep].astype(np.float32)
+    if not len(terms):
+        return out
+    for i, (postings, offset) in enumerate(segments):
+        norm = norms[i] if norms is not None else length_norms(postings, lexicon.mean_length)
+        part = out[offset : offset + len(norm)]  # a view: rows index it directly, whatever their dtype
+        for pos, weight in zip(_lookup(postings.terms, terms).tolist(), idf.tolist(), strict=True):
+            if pos < 0:
                 continue
-            length = np.asarray(postings.lengths)[rows]
-            tf = np.asarray(tf, dtype=np.float32)
-            tfc = tf / (K1 * ((1 - B) + B * length / lexicon.mean_length) + tf)
-            out[offset + np.asarray(rows, dtype=np.int64)] += (weight * tfc).astype(np.float32)
+            a, b = int(postings.indptr[pos]), int(postings.indptr[pos + 1])
+            rows = np.asarray(postings.rows[a:b])
+            tf = np.asarray(postings.tf[a:b], dtype=np.float32)
+            part[rows] += np.float32(weight) * tf / (tf + norm[rows])
     return out

@@ -38,7 +38,7 @@ from dmlqa.errors import DiskFullError, IndexDamagedError, IndexMissingError, is
 from dmlqa.extract.sentences import Sentence
 from dmlqa.index.ann import choose_index_type
 from dmlqa.index.citation_table import CitationRecord, has_citations, read_citations
-from dmlqa.index.postings import Lexicon, score
+from dmlqa.index.postings import Lexicon, length_norms, score
 from dmlqa.index.segments import HNSW_EF_SEARCH, HNSW_M, Segment, fsync_dir, top_k
 from dmlqa.index.writer import BUILDING_PREFIX, FORMAT, VersionWriter, dense_text, new_version_name
 from dmlqa.models import Chunk, CitationLink, Document, shown_url
@@ -266,12 +266,13 @@ class _Lexical:
         self._version = version
         self.lexicon = lexicon
         self._vocab: frozenset[str] | None = None
+        self._segments = [(s.postings, int(o)) for s, o in zip(version.segments, version.offsets, strict=False)]
+        self._norms = [length_norms(s.postings, lexicon.mean_length) for s in version.segments]
 
     def scores(self, query: str) -> np.ndarray:
         """One BM25 score per row of the version; 0 for deleted rows and when no query term is indexed."""
         v = self._version
-        out = score(query, self.lexicon, [(s.postings, int(o)) for s, o in zip(v.segments, v.offsets, strict=False)],
-                    v.size)
+        out = score(query, self.lexicon, self._segments, v.size, self._norms)
         out[~v.live] = 0.0
         return out
 
