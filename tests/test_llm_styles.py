@@ -246,8 +246,8 @@ def responder(body: Any) -> Reply:
     """A 'model' that thinks aloud, then answers from source 1 in an odd citation style (or refuses)."""
     user = body["messages"][1]["content"]
     question = QUESTION.search(user).group(1)
-    if "egg" in question:
-        return Reply(text=f"<think>Nothing about eggs. SECRET</think>{REFUSAL_PREFIX}.", chunk_size=4)
+    if "egg" in question or "meaning of life" in question:
+        return Reply(text=f"<think>Nothing about that. SECRET</think>{REFUSAL_PREFIX}.", chunk_size=4)
     sources = dict(SOURCE.findall(user))
     first = re.split(r"(?<=[.!?])\s", sources["1"])[0].rstrip(".")
     return Reply(text=f"{first} 【1†source】. It is also in source nine [9].", chunk_size=3,
@@ -285,7 +285,9 @@ def write_questions(path: Path) -> Path:
          "gold_urls": ["https://arxiv.org/pdf/1910.02054v3"], "keywords": ["partition"]},
         {"id": "2", "question": "What is the pipeline bubble in GPipe?", "answerable": True,
          "gold_urls": ["http://arxiv.org/abs/1811.06965"], "keywords": []},
-        {"id": "3", "question": "How long should I boil an egg?", "answerable": False, "gold_urls": [],
+        # off-topic in common words only: it reaches the LLM, which refuses (a rare word such as "boil" would be
+        # refused by name before any LLM is asked: tests/test_refuse_by_name.py)
+        {"id": "3", "question": "What is the meaning of life?", "answerable": False, "gold_urls": [],
          "keywords": []},
     ]
     path.write_text("\n".join(json.dumps(r) for r in rows) + "\n")
