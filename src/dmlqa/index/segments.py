@@ -445,7 +445,7 @@ def _top(scores: np.ndarray, k: int, allowed: np.ndarray | None) -> tuple[np.nda
         k = min(k, int(allowed.sum()))
     if k <= 0:
         return np.zeros(0, dtype=np.int64), np.zeros(0, dtype=np.float32)
-    part = np.argpartition(-scores, k - 1)[:k] if k < len(scores) else np.arange(len(scores))
+    part = np.argpartition(scores, len(scores) - k)[len(scores) - k :] if k < len(scores) else np.arange(len(scores))
     order = part[np.argsort(-scores[part], kind="stable")]
     return order.astype(np.int64), scores[order].astype(np.float32)
 

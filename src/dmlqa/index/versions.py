@@ -268,12 +268,14 @@ class _Lexical:
         self._vocab: frozenset[str] | None = None
         self._segments = [(s.postings, int(o)) for s, o in zip(version.segments, version.offsets, strict=False)]
         self._norms = [length_norms(s.postings, lexicon.mean_length) for s in version.segments]
+        self._dead = np.flatnonzero(~version.live)  # deleted rows, zeroed after scoring
 
     def scores(self, query: str) -> np.ndarray:
         """One BM25 score per row of the version; 0 for deleted rows and when no query term is indexed."""
         v = self._version
         out = score(query, self.lexicon, self._segments, v.size, self._norms)
-        out[~v.live] = 0.0
+        if len(self._dead):
+            out[self._dead] = 0.0
         return out
 
     def vocabulary(self) -> frozenset[str]:
