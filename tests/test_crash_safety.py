@@ -39,11 +39,11 @@ SLOW_PUBLISH = """
 import sys, time
 import dmlqa.index.writer as index
 from dmlqa.app.cli import main
-slow = index.fsync_dir
+slow = index.fsync_path
 def paused(path):
     time.sleep(120)
     slow(path)
-index.fsync_dir = paused
+index.fsync_path = paused
 sys.argv = ["dmlqa", *sys.argv[1:]]
 main()
 """
@@ -72,7 +72,7 @@ SEGMENT_STEPS = [
     "dmlqa.index.writer:VersionWriter._merge_one",  # merging small segments
     "dmlqa.index.writer:VersionWriter._write_store",  # the document table and the citation graph
     "dmlqa.index.writer:Lexicon.save",  # BM25 collection statistics
-    "dmlqa.index.writer:fsync_file",  # flushing the manifest
+    "dmlqa.index.writer:fsync_path",  # flushing the manifest
     "dmlqa.index.writer:os.rename",  # renaming the folder into place
     "dmlqa.pipeline.indexing:publish",  # replacing CURRENT
     "dmlqa.pipeline.indexing:prune",  # after publishing: the new version must be complete

@@ -228,15 +228,12 @@ class SegmentBuilder:
 def fsync_tree(path: Path) -> None:
     for f in path.rglob("*"):
         if f.is_file():
-            fd = os.open(f, os.O_RDONLY)
-            try:
-                os.fsync(fd)
-            finally:
-                os.close(fd)
-    fsync_dir(path)
+            fsync_path(f)
+    fsync_path(path)
 
 
-def fsync_dir(path: Path) -> None:
+def fsync_path(path: Path) -> None:
+    """Flush a file, or a directory's entries, to disk."""
     fd = os.open(path, os.O_RDONLY)
     try:
         os.fsync(fd)

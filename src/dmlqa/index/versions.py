@@ -26,7 +26,7 @@ import os
 import shutil
 import sqlite3
 import time
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -39,7 +39,7 @@ from dmlqa.extract.sentences import Sentence
 from dmlqa.index.ann import choose_index_type
 from dmlqa.index.citation_table import CitationRecord, has_citations, read_citations
 from dmlqa.index.postings import Lexicon, length_norms, score
-from dmlqa.index.segments import HNSW_EF_SEARCH, HNSW_M, Segment, fsync_dir, top_k
+from dmlqa.index.segments import HNSW_EF_SEARCH, HNSW_M, ChunkRow, Segment, SentenceRow, fsync_path, top_k
 from dmlqa.index.writer import BUILDING_PREFIX, FORMAT, VersionWriter, dense_text, new_version_name
 from dmlqa.models import Chunk, CitationLink, Document, shown_url
 from dmlqa.paths import CURRENT, VERSIONS
@@ -119,7 +119,7 @@ def publish(index_dir: Path, name: str) -> None:
                 "again (the published version is unchanged)"
             ) from None
         raise
-    fsync_dir(index_dir)
+    fsync_path(index_dir)
 
 
 def remove_version(index_dir: Path, name: str) -> None:
@@ -210,16 +210,8 @@ def check_version(path: Path) -> dict[str, Any]:
     return version.meta
 
 
-@dataclass(frozen=True)
-class ChunkRecord:
-    row: int
-    chunk_id: str
-    doc_id: str
-    text: str
-    page: int | None
-    section: str | None
-    start: int
-    end: int
+#: A passage as a version returns it: a segment's row with the segment's offset added to ``row``.
+ChunkRecord = ChunkRow
 
 
 @dataclass(frozen=True)
@@ -246,17 +238,8 @@ class DocRecord:
         return shown_url(self.url, self.source_url)
 
 
-@dataclass(frozen=True)
-class SentenceRecord:
-    row: int  # in the version (the segment's offset added)
-    doc_id: str
-    ordinal: int  # position among all the document's sentences (quotable or not)
-    start: int
-    end: int
-    page: int | None
-    section: str | None
-    text: str
-    role: str
+#: A stored sentence as a version returns it (``row`` counts across the version's segments).
+SentenceRecord = SentenceRow
 
 
 class _Lexical:
@@ -440,13 +423,7 @@ class IndexVersion:
     # -- vectors -------------------------------------------------------------------------------------
     def vectors(self, rows: Sequence[int]) -> np.ndarray:
         """Stored vectors of some rows (flat and HNSW segments keep them exactly, IVF-PQ approximately)."""
-        rows = np.asarray(list(rows), dtype=np.int64)
-        out = np.zeros((len(rows), self.dim), dtype=np.float32)
-        seg = np.searchsorted(self.offsets, rows, side="right") - 1
-        for s in np.unique(seg).tolist():
-            pick = np.flatnonzero(seg == s)
-            out[pick] = self.segments[s].vectors(rows[pick] - int(self.offsets[s]))
-        return out
+        return self._gather(rows, self.offsets, lambda seg, local: seg.vectors(local))
 
     def vector_block(self, start: int, n: int) -> np.ndarray:
         """Rows ``start .. start + n`` in as few reads as the segments allow (a pass over the whole index)."""
@@ -506,12 +483,17 @@ class IndexVersion:
         return self._sentence(place[0], r) if r else None
 
     def sentence_vectors(self, rows: Sequence[int]) -> np.ndarray:
+        return self._gather(rows, self.sentence_offsets, lambda seg, local: seg.sentence_vectors(local))
+
+    def _gather(self, rows: Iterable[int], offsets: np.ndarray,
+                read: Callable[[Segment, np.ndarray], np.ndarray]) -> np.ndarray:
+        """Vectors of version rows (passages or sentences, numbered by ``offsets``), read segment by segment."""
         rows = np.asarray(list(rows), dtype=np.int64)
         out = np.zeros((len(rows), self.dim), dtype=np.float32)
-        seg = np.searchsorted(self.sentence_offsets, rows, side="right") - 1
+        seg = np.searchsorted(offsets, rows, side="right") - 1
         for s in np.unique(seg).tolist():
             pick = np.flatnonzero(seg == s)
-            out[pick] = self.segments[s].sentence_vectors(rows[pick] - int(self.sentence_offsets[s]))
+            out[pick] = read(self.segments[s], rows[pick] - int(offsets[s]))
         return out
 
     # -- citations -------------------------------------------------------------------------------------

@@ -40,7 +40,7 @@ from dmlqa.index.segments import (
     Segment,
     SegmentBuilder,
     SentenceRow,
-    fsync_dir,
+    fsync_path,
     fsync_tree,
     link_segment,
     new_segment_id,
@@ -260,12 +260,12 @@ class VersionWriter:
         }
         (self.tmp / "meta.json").write_text(json.dumps(full_meta, indent=2, ensure_ascii=False), encoding="utf-8")
         for f in ("meta.json", "store.sqlite"):
-            fsync_file(self.tmp / f)
+            fsync_path(self.tmp / f)
         fsync_tree(self.tmp / "lexicon")
-        fsync_dir(self.tmp)
+        fsync_path(self.tmp)
         final = self.versions / self.name
         os.rename(self.tmp, final)
-        fsync_dir(self.versions)
+        fsync_path(self.versions)
         return self.name
 
     def _manifest(self, order: list[str], infos: dict[str, dict[str, Any]],
@@ -329,14 +329,6 @@ class VersionWriter:
         finally:
             db.close()
         write_citations(self.tmp, citations)
-
-
-def fsync_file(path: Path) -> None:
-    fd = os.open(path, os.O_RDONLY)
-    try:
-        os.fsync(fd)
-    finally:
-        os.close(fd)
 
 
 def _live(info: dict[str, Any], placements: dict[str, Placement], seg: str) -> np.ndarray:
