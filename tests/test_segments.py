@@ -234,3 +234,19 @@ def test_a_reader_keeps_serving_a_version_pruned_under_it(tmp_path: Path) -> Non
         assert len(sent) == 3 and reader.sentence_vectors([s.row for s in sent]).shape == (3, DIM)
     finally:
         reader.close()
+
+
+def test_full_segments_that_lost_a_few_rows_are_not_merged() -> None:
+    """A 1 % change deletes a few rows from many full segments: rewriting them all would cost the whole
+    collection. Only segments written small merge by tier; a full one only when more than half deleted."""
+    from dmlqa.index.writer import Placement, merge_groups
+
+    infos = {f"s{i}": {"rows": 100, "index_type": "hnsw"} for i in range(MERGE_FACTOR + 2)}
+    placements = {f"d{i}": Placement("k", f"s{i}", 0, 97) for i in range(MERGE_FACTOR + 2)}  # 3 rows deleted each
+    assert merge_groups(dict(infos), placements, segment_rows=100, ann_threshold=10) == []
+    half = {**placements, "d0": Placement("k", "s0", 0, 40)}  # more than half of s0 deleted: rewritten alone
+    assert merge_groups(dict(infos), half, segment_rows=100, ann_threshold=10) == [["s0"]]
+    small = {f"t{i}": {"rows": 5, "index_type": "hnsw"} for i in range(MERGE_FACTOR)}
+    tiny = {f"e{i}": Placement("k", f"t{i}", 0, 5) for i in range(MERGE_FACTOR)}
+    assert merge_groups({**infos, **small}, {**placements, **tiny}, segment_rows=100, ann_threshold=1) == [
+        sorted(small)]

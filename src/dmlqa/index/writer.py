@@ -346,9 +346,9 @@ def merge_groups(infos: dict[str, dict[str, Any]], placements: dict[str, Placeme
     * a segment more than half deleted is rewritten;
     * exact (flat) segments holding more than ``ann_threshold`` rows together become one (it gets an
       approximate index): exact search stays bounded however many small builds there were;
-    * segments under ``segment_rows`` rows merge by tier (order of magnitude of their live rows) once a
-      tier holds :data:`MERGE_FACTOR` segments, as in Lucene's tiered policy. Bigger segments only merge
-      to drop their deleted rows.
+    * segments written with fewer than ``segment_rows`` rows merge by tier (order of magnitude of their
+      live rows) once a tier holds :data:`MERGE_FACTOR` segments, as in Lucene's tiered policy. Full
+      segments only merge to drop their deleted rows, however many they lost.
     """
     live = {s: 0 for s in infos}
     for p in placements.values():
@@ -365,7 +365,9 @@ def merge_groups(infos: dict[str, dict[str, Any]], placements: dict[str, Placeme
         taken |= set(flat)
     tiers: dict[int, list[str]] = {}
     for s in alive:
-        if s not in taken and live[s] < segment_rows:
+        # by the rows written, not the rows left: a full segment that lost a few rows to changed documents is
+        # not small (merging ten of those would rewrite the whole collection for a 1 % change)
+        if s not in taken and int(infos[s]["rows"]) < segment_rows:
             tiers.setdefault(int(math.log10(max(live[s], 1))), []).append(s)
     for members in tiers.values():
         if len(members) >= MERGE_FACTOR:
