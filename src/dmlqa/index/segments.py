@@ -258,7 +258,8 @@ def link_segment(source: Path, target: Path) -> None:
             shutil.copy2(f, dest)
 
 
-def _short(exc: BaseException) -> str:
+def short_error(exc: BaseException) -> str:
+    """The gist of an error in one short line (FAISS errors span several lines with C++ locations)."""
     import re
 
     lines = [ln.strip() for ln in str(exc).splitlines() if ln.strip()] or [type(exc).__name__]
@@ -279,7 +280,8 @@ class Segment:
         try:
             self.info: dict[str, Any] = json.loads((folder / "segment.json").read_text(encoding="utf-8"))
         except (OSError, ValueError) as exc:
-            raise IndexDamagedError(version_name, f"{where}: segment.json cannot be read ({_short(exc)})") from None
+            why = f"{where}: segment.json cannot be read ({short_error(exc)})"
+            raise IndexDamagedError(version_name, why) from None
         self.rows = int(self.info["rows"])
         self.n_sentences = int(self.info.get("sentences", 0))
         self.index_type = self.info.get("index_type", "flat")
@@ -300,7 +302,7 @@ class Segment:
                 n = int(self.dense.ntotal)
         except (RuntimeError, MemoryError, OSError, ValueError, TypeError, AttributeError) as exc:
             name = "vectors.npy" if self.index_type == "flat" else "dense.faiss"
-            raise IndexDamagedError(version_name, f"{where}: {name} cannot be read ({_short(exc)})") from None
+            raise IndexDamagedError(version_name, f"{where}: {name} cannot be read ({short_error(exc)})") from None
         if n != self.rows:
             raise IndexDamagedError(version_name, f"{where}: holds {n} vectors but segment.json says {self.rows}")
         self.dim = int(self.info.get("dim", 0))
@@ -310,7 +312,7 @@ class Segment:
             self._scale = load_npy(folder / "sentences.scale.npy")
         except (OSError, ValueError) as exc:
             raise IndexDamagedError(version_name, f"{where}: bm25/ or sentence vectors cannot be read "
-                                                  f"({_short(exc)})") from None
+                                                  f"({short_error(exc)})") from None
         if len(self.postings.lengths) != self.rows:
             raise IndexDamagedError(version_name, f"{where}: bm25/ holds {len(self.postings.lengths)} rows, "
                                                   f"not {self.rows}")
@@ -318,7 +320,7 @@ class Segment:
             self._db = sqlite3.connect(f"file:{folder / 'rows.sqlite'}?mode=ro", uri=True, check_same_thread=False)
             self._db.execute("SELECT count(*) FROM chunks").fetchone()
         except sqlite3.Error as exc:
-            raise IndexDamagedError(version_name, f"{where}: rows.sqlite cannot be read ({_short(exc)})") from None
+            raise IndexDamagedError(version_name, f"{where}: rows.sqlite cannot be read ({short_error(exc)})") from None
         self._lock = threading.Lock()  # one SQLite connection, shared by the request threads
         self._version_name = version_name
 
@@ -386,7 +388,7 @@ class Segment:
                 return self._db.execute(sql, args).fetchall()
         except sqlite3.DatabaseError as exc:
             raise IndexDamagedError(self._version_name, f"segment {self.folder.name}: rows.sqlite cannot be read "
-                                                        f"({_short(exc)})") from None
+                                                        f"({short_error(exc)})") from None
 
     def chunks(self, rows: Sequence[int]) -> list[ChunkRow]:
         out: list[ChunkRow] = []

@@ -39,7 +39,16 @@ from dmlqa.extract.sentences import Sentence
 from dmlqa.index.ann import choose_index_type
 from dmlqa.index.citation_table import CitationRecord, has_citations, read_citations
 from dmlqa.index.postings import Lexicon, length_norms, score
-from dmlqa.index.segments import HNSW_EF_SEARCH, HNSW_M, ChunkRow, Segment, SentenceRow, fsync_path, top_k
+from dmlqa.index.segments import (
+    HNSW_EF_SEARCH,
+    HNSW_M,
+    ChunkRow,
+    Segment,
+    SentenceRow,
+    fsync_path,
+    short_error,
+    top_k,
+)
 from dmlqa.index.writer import BUILDING_PREFIX, FORMAT, VersionWriter, dense_text, new_version_name
 from dmlqa.models import Chunk, CitationLink, Document, shown_url
 from dmlqa.paths import CURRENT, VERSIONS
@@ -175,16 +184,6 @@ def prune(index_dir: Path, keep: int, *, min_age_s: float = 60.0) -> list[str]:
 # -- reading --------------------------------------------------------------------------------------
 
 
-def _short(exc: BaseException) -> str:
-    """The gist of an error in one short line (FAISS errors span several lines with C++ locations)."""
-    import re
-
-    lines = [ln.strip() for ln in str(exc).splitlines() if ln.strip()] or [type(exc).__name__]
-    text = re.sub(r"^Error in .*? at \S+:\d+: (Error: )?", "", lines[-1])
-    text = "".join(ch if ch.isprintable() else "?" for ch in text)
-    return text if len(text) <= 160 else text[:157] + "..."
-
-
 def read_meta(path: Path) -> dict[str, Any]:
     """A version folder's ``meta.json``, or :class:`IndexDamagedError` saying what is wrong with it."""
     try:
@@ -194,7 +193,7 @@ def read_meta(path: Path) -> dict[str, Any]:
     except UnicodeDecodeError:
         raise IndexDamagedError(path.name, "meta.json is not UTF-8 text") from None
     except (OSError, ValueError) as exc:
-        raise IndexDamagedError(path.name, f"meta.json is not valid JSON ({_short(exc)})") from None
+        raise IndexDamagedError(path.name, f"meta.json is not valid JSON ({short_error(exc)})") from None
     if not isinstance(meta, dict) or not isinstance(meta.get("version"), str):
         raise IndexDamagedError(path.name, "meta.json is not an index description (no version)")
     if meta.get("format") != FORMAT or not isinstance(meta.get("segments"), list):
@@ -309,7 +308,7 @@ class IndexVersion:
             lexicon = Lexicon.load(path / "lexicon", int(stats.get("rows", 0)), float(stats.get("mean_length", 1.0)))
         except (OSError, ValueError) as exc:
             self.close()
-            raise IndexDamagedError(self.name, f"lexicon/ cannot be read ({_short(exc)})") from None
+            raise IndexDamagedError(self.name, f"lexicon/ cannot be read ({short_error(exc)})") from None
         self.lexical = _Lexical(self, lexicon)
 
     def _read_documents(self) -> None:
@@ -321,7 +320,7 @@ class IndexVersion:
             ).fetchall()
         except sqlite3.Error as exc:
             self.close()
-            raise IndexDamagedError(self.name, f"store.sqlite cannot be read ({_short(exc)})") from None
+            raise IndexDamagedError(self.name, f"store.sqlite cannot be read ({short_error(exc)})") from None
         self.docs: dict[str, DocRecord] = {}
         self.doc_ids: list[str] = []
         self._placement: dict[str, tuple[int, int, int, int, int]] = {}  # segment, first row, n, first sentence, n
@@ -348,7 +347,8 @@ class IndexVersion:
                 self._sha[r[0]] = r[18] or None
         except (ValueError, TypeError, IndexError) as exc:
             self.close()
-            raise IndexDamagedError(self.name, f"store.sqlite does not match the segments ({_short(exc)})") from None
+            why = f"store.sqlite does not match the segments ({short_error(exc)})"
+            raise IndexDamagedError(self.name, why) from None
         self.live = self.row_doc >= 0
         live = int(self.live.sum())
         if isinstance(self.meta.get("chunks"), int) and live != self.meta["chunks"]:

@@ -239,10 +239,10 @@ class VersionWriter:
         for stale in set(os.listdir(self.tmp / "segments")) - set(infos):
             shutil.rmtree(self.tmp / "segments" / stale)
         order = sorted(infos, key=lambda s: (-infos[s]["rows"], s))  # biggest first: a stable row order
-        manifest = self._manifest(order, infos, placements)
+        live = live_rows(infos, placements)
+        manifest = self._manifest(order, infos, live)
         self._write_store(documents, placements, citations)
-        lexicon = Lexicon.combine([(Postings.load(self.tmp / "segments" / s / "bm25"), _live(infos[s], placements, s))
-                                   for s in order])
+        lexicon = Lexicon.combine([(Postings.load(self.tmp / "segments" / s / "bm25"), live[s]) for s in order])
         lexicon.save(self.tmp / "lexicon")
         counts = {"chunks": sum(p.n_chunks for p in placements.values()),
                   "sentences": sum(p.n_sentences for p in placements.values())}
@@ -269,15 +269,14 @@ class VersionWriter:
         return self.name
 
     def _manifest(self, order: list[str], infos: dict[str, dict[str, Any]],
-                  placements: dict[str, Placement]) -> list[dict[str, Any]]:
+                  live: dict[str, np.ndarray]) -> list[dict[str, Any]]:
         out = []
         for s in order:
-            live = _live(infos[s], placements, s)
-            edges = np.flatnonzero(np.diff(np.concatenate(([1], live.astype(np.int8), [1]))))
+            edges = np.flatnonzero(np.diff(np.concatenate(([1], live[s].astype(np.int8), [1]))))
             dead = [[int(a), int(b)] for a, b in zip(edges[::2], edges[1::2], strict=True)]
             out.append({**{k: infos[s][k] for k in ("id", "rows", "sentences", "dim", "index_type")},
                         **({"hnsw": infos[s]["hnsw"]} if "hnsw" in infos[s] else {}),
-                        "live": int(live.sum()), "deleted": dead})
+                        "live": int(live[s].sum()), "deleted": dead})
         return out
 
     def _merge(self, placements: dict[str, Placement], infos: dict[str, dict[str, Any]],
@@ -331,11 +330,12 @@ class VersionWriter:
         write_citations(self.tmp, citations)
 
 
-def _live(info: dict[str, Any], placements: dict[str, Placement], seg: str) -> np.ndarray:
-    live = np.zeros(int(info["rows"]), dtype=bool)
+def live_rows(infos: dict[str, dict[str, Any]], placements: dict[str, Placement]) -> dict[str, np.ndarray]:
+    """Per segment, a bool per row: owned by a document of the version (one pass over the documents)."""
+    live = {s: np.zeros(int(info["rows"]), dtype=bool) for s, info in infos.items()}
     for p in placements.values():
-        if p.segment == seg:
-            live[p.first_row : p.first_row + p.n_chunks] = True
+        if p.segment in live:
+            live[p.segment][p.first_row : p.first_row + p.n_chunks] = True
     return live
 
 

@@ -30,7 +30,7 @@ import numpy as np
 from dmlqa.index.versions import IndexVersion
 from dmlqa.query.docvectors import DocVectors, doc_vectors, normalise, read_block
 from dmlqa.query.graph import citation_graph, relations
-from dmlqa.query.search import Filters, Searcher, allowed_docs, rrf
+from dmlqa.query.search import Filters, Searcher, allowed_docs, allowed_rows, rrf
 
 #: Added to a candidate's score for the rarest topic it shares with the query document, times that
 #: topic's rarity in [0, 1]; small, so that list sections ("Papers", "Frameworks") cannot outvote text.
@@ -328,7 +328,8 @@ def rank_like_text(
     n = max(TEXT_CANDIDATES, 3 * k)
     by_vector = [int(i) for i in np.argsort(-np.where(mask, doc_sims, -np.inf))[:n] if mask[i]]
 
-    allowed = allowed_docs(version, Filters(kinds=tuple(kinds), since=since, include_undated=include_undated))
+    # one row mask for both rankings (a set of doc ids would be turned into a mask by each)
+    allowed = allowed_rows(version, Filters(kinds=tuple(kinds), since=since, include_undated=include_undated))
     rows_n = max(100, 10 * n)
     dense = searcher.dense_ranking(version, qvec, rows_n, allowed)
     lexical = searcher.lexical_ranking(version, text, rows_n, allowed)
