@@ -172,6 +172,12 @@ def build_pdf(
         len(kids),
     )
 
+    return pdf_file(objects, root=catalog)
+
+
+def pdf_file(objects: Sequence[bytes], *, root: int = 1) -> bytes:
+    """A PDF file of numbered object bodies (object ``n`` is ``objects[n - 1]``, ``root`` the catalog) with its
+    cross-reference table: the one writer behind every hand-made PDF of the tests."""
     out = io.BytesIO()
     out.write(b"%PDF-1.4\n%\xe2\xe3\xcf\xd3\n")
     offsets = []
@@ -182,9 +188,7 @@ def build_pdf(
     out.write(b"xref\n0 %d\n0000000000 65535 f \n" % (len(objects) + 1))
     for off in offsets:
         out.write(b"%010d 00000 n \n" % off)
-    out.write(
-        b"trailer\n<< /Size %d /Root %d 0 R >>\nstartxref\n%d\n%%%%EOF\n" % (len(objects) + 1, catalog, xref)
-    )
+    out.write(b"trailer\n<< /Size %d /Root %d 0 R >>\nstartxref\n%d\n%%%%EOF\n" % (len(objects) + 1, root, xref))
     return out.getvalue()
 
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 import io
 
 import pytest
-from fixtures_docs import build_pdf, prose
+from fixtures_docs import build_pdf, pdf_file, prose
 from fpdf.fonts import CORE_FONTS_CHARWIDTHS
 from pypdf import PdfReader
 
@@ -32,17 +32,7 @@ def _spaced_by_position(words: list[str], gap: int = -300) -> bytes:
         b"/Widths [" + widths.encode() + b"] >>",
         b"<< /Length %d >>\nstream\n" % len(content) + content + b"\nendstream",
     ]
-    out = io.BytesIO()
-    out.write(b"%PDF-1.4\n")
-    offsets = []
-    for n, body in enumerate(objects, start=1):
-        offsets.append(out.tell())
-        out.write(b"%d 0 obj\n" % n + body + b"\nendobj\n")
-    xref = out.tell()
-    out.write(b"xref\n0 %d\n0000000000 65535 f \n" % (len(objects) + 1))
-    out.write(b"".join(b"%010d 00000 n \n" % off for off in offsets))
-    out.write(b"trailer\n<< /Size %d /Root 1 0 R >>\nstartxref\n%d\n%%%%EOF\n" % (len(objects) + 1, xref))
-    return out.getvalue()
+    return pdf_file(objects)
 
 
 def test_words_set_apart_by_position_stay_apart() -> None:
