@@ -250,3 +250,25 @@ def test_full_segments_that_lost_a_few_rows_are_not_merged() -> None:
     tiny = {f"e{i}": Placement("k", f"t{i}", 0, 5) for i in range(MERGE_FACTOR)}
     assert merge_groups({**infos, **small}, {**placements, **tiny}, segment_rows=100, ann_threshold=1) == [
         sorted(small)]
+
+
+def test_a_version_of_another_format_or_with_a_lost_segment_is_named_damaged(tmp_path: Path) -> None:
+    """Nothing is released, so an older format is not read: the reader says to rebuild, in one line."""
+    import json
+    import shutil
+
+    from dmlqa.errors import IndexDamagedError
+
+    rng = random.Random(8)
+    docs = [make_doc(i, rng) for i in range(3)]
+    name, _ = write(tmp_path / "index", docs, {d[0].doc_id: "k" for d in docs})
+    folder = tmp_path / "index" / VERSIONS / name
+    meta = json.loads((folder / "meta.json").read_text())
+    (folder / "meta.json").write_text(json.dumps({**meta, "format": 1}))
+    with pytest.raises(IndexDamagedError, match=r"index format 1, this dmlqa reads 2: run `dmlqa build`"):
+        IndexVersion(folder)
+    (folder / "meta.json").write_text(json.dumps(meta))
+    [segment] = meta["segments"]
+    shutil.rmtree(folder / "segments" / segment["id"])
+    with pytest.raises(IndexDamagedError, match=rf"segment {segment['id']}: segment.json cannot be read"):
+        IndexVersion(folder)
