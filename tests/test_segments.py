@@ -272,3 +272,20 @@ def test_a_version_of_another_format_or_with_a_lost_segment_is_named_damaged(tmp
     shutil.rmtree(folder / "segments" / segment["id"])
     with pytest.raises(IndexDamagedError, match=rf"segment {segment['id']}: segment.json cannot be read"):
         IndexVersion(folder)
+
+
+def test_top_k_on_tied_scores_matches_a_full_sort() -> None:
+    # BM25 score arrays are mostly zeros and take few distinct values: the shape top_k is partitioned for
+    from dmlqa.index.segments import _top, top_k
+
+    rng = np.random.default_rng(7)
+    for n, k in ((1, 5), (50, 10), (5000, 100), (20000, 100)):
+        scores = np.where(rng.random(n) < 0.3, rng.integers(1, 40, n) / np.float32(8), 0).astype(np.float32)
+        got = top_k(scores, k)
+        want = np.sort(scores[scores > 0])[::-1][:k]
+        assert np.array_equal(scores[got], want)
+        assert len(set(got.tolist())) == len(got)
+        allowed = rng.random(n) < 0.5
+        rows, values = _top(scores, k, allowed)
+        assert allowed[rows].all() and np.array_equal(values, scores[rows])
+        assert np.array_equal(values, np.sort(scores[allowed])[::-1][:k])
