@@ -19,7 +19,9 @@ Steps, each in its own process so that CPU and peak memory are its own:
 1 % of the papers changed a few sentences (same ids); 4. a fresh reader process: open the published
 version, then 100 searches, 100 searches filtered by kind and year and 30 extractive asks, one at a
 time. A build step's ``cpu_s`` is user + system time of its process and every child it waited for,
-``peak_rss_mib`` the kernel's high-water mark (``ru_maxrss``, the larger of itself and its children).
+``peak_rss_mib`` the kernel's high-water mark (``ru_maxrss``, the larger of itself and its children);
+``embed_cpu_s`` is the stand-in encoder's own CPU time and ``cpu_s_minus_embedding`` the rest, the figure
+issue 20's build targets are stated in.
 
 Prints one JSON object (``--json``) or a table; ``--save`` merges it into ``bench/results/scale.json``
 under the requested chunk count.
@@ -339,9 +341,13 @@ def step_build(home: Path) -> dict[str, Any]:
 
     import dmlqa
 
-    standin.install()
+    encoder = standin.install()
     report = dmlqa.KnowledgeBase(home).build(offline=True).to_json()
     out = _usage(start)
+    # the targets are stated "minus embedding": the stand-in counts its own CPU (a real model's is ~20 CPU-hours
+    # at 1M passages, and is the Ray executor's and the GPU's business)
+    out["embed_cpu_s"] = round(encoder.cpu_s, 2)
+    out["cpu_s_minus_embedding"] = round(out["cpu_s"] - encoder.cpu_s, 2)
     out.update({key: report.get(key) for key in ("documents", "chunks", "embedded", "reused_embeddings",
                                                   "sentences", "embedded_sentences", "index_version", "seconds")})
     out["failed"] = len(report.get("failed", []))
@@ -458,8 +464,8 @@ def table(r: dict[str, Any]) -> str:
     for name, key in (("full build", "full"), ("no-change rebuild", "no_change"), ("1 % changed", "one_percent")):
         s = r[key]
         share = f" ({100 * s['cpu_s'] / r['full']['cpu_s']:.1f} % of full)" if key != "full" else ""
-        rows.append((name, f"{s['cpu_s']:.1f} CPU s{share}, {s['wall_s']:.1f} s wall, peak {s['peak_rss_mib']:.0f} "
-                           f"MiB, embedded {s['embedded']:,}"))
+        rows.append((name, f"{s['cpu_s']:.1f} CPU s{share} ({s['cpu_s_minus_embedding']:.1f} minus embedding), "
+                           f"{s['wall_s']:.1f} s wall, peak {s['peak_rss_mib']:.0f} MiB, embedded {s['embedded']:,}"))
     rows += [
         ("1 % change adds", f"{r['one_percent']['added_mib']} MiB"),
         ("one version / home", f"{r['version_mib']} MiB / {r['home_mib']} MiB ({len(r['versions'])} versions)"),

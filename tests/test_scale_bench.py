@@ -23,7 +23,7 @@ BENCH = ROOT / "bench"
 TOP_KEYS = {"chunks", "documents", "full", "no_change", "one_percent", "version_mib", "home_mib", "open_s",
             "reader_rss_mib", "search_p50_cpu_ms", "search_p95_cpu_ms", "filtered_search_p95_cpu_ms",
             "ask_p95_cpu_ms"}
-STEP_KEYS = {"cpu_s", "wall_s", "peak_rss_mib"}
+STEP_KEYS = {"cpu_s", "wall_s", "peak_rss_mib", "embed_cpu_s", "cpu_s_minus_embedding"}
 
 
 def scale(*args: str, timeout: float = 1200) -> subprocess.CompletedProcess[str]:
@@ -46,6 +46,8 @@ def test_reports_every_figure_the_issue_names(run: tuple[dict, Path]) -> None:
     for step in ("full", "no_change", "one_percent"):
         assert STEP_KEYS <= result[step].keys()
         assert result[step]["cpu_s"] > 0 and result[step]["peak_rss_mib"] > 0
+        assert 0 <= result[step]["embed_cpu_s"] < result[step]["cpu_s"]
+    assert result["full"]["embed_cpu_s"] > 0 and result["no_change"]["embedded"] == 0
     assert "added_mib" in result["one_percent"]
     assert 0 < result["version_mib"] <= result["home_mib"]
     assert result["sentence_source"] == "shipped"
