@@ -96,8 +96,6 @@ FAILING_CLI = r'''
 import errno, os, sqlite3, sys
 from pathlib import Path
 
-import numpy as np
-
 import dmlqa.index.versions as versions
 from dmlqa.app.cli import main
 
@@ -141,16 +139,18 @@ elif where in ("sentences", "meta", "rename", "publish", "runs", "runs+faiss"):
 else:
     raise SystemExit(f"unknown FAIL_AT {where}")
 
-if where == "sentences":  # NumPy's own words for a short write: an OSError without errno
-    real_save = np.save
+if where == "sentences":  # the sentence vectors' .npy, written from the segment's spill file, cut short
+    import dmlqa.index.segments as segments
 
-    def save(file, arr, *args, **kwargs):
-        if str(file).endswith("sentences.q.npy"):
-            Path(file).write_bytes(b"\x93NUMPY" + b"\0" * 100)
-            raise OSError("115200 requested and 106464 written")
-        return real_save(file, arr, *args, **kwargs)
+    real_raw_to_npy = segments._raw_to_npy
 
-    versions.np.save = save
+    def raw_to_npy(raw, target, *args, **kwargs):
+        if str(target).endswith("sentences.q.npy"):
+            Path(target).write_bytes(b"\x93NUMPY" + b"\0" * 100)
+            raise enospc(target)
+        return real_raw_to_npy(raw, target, *args, **kwargs)
+
+    segments._raw_to_npy = raw_to_npy
 if where == "meta":  # the version's last write: meta.json once the citations are in
     real_write_text = Path.write_text
 

@@ -102,8 +102,10 @@ class IndexConfig:
     #: and exact segments are merged once they hold more together: an exact scan costs ~0.6 ms per 10k
     #: vectors (1 thread), so exact search stays under ~2 ms however the index grew.
     ann_threshold: int = 20_000
-    #: Passages a build writes into one index segment (dmlqa.index.writer): bounds the build's memory.
-    segment_rows: int = 50_000
+    #: Passages a build writes into one index segment (dmlqa.index.writer). A segment being filled keeps only
+    #: its vectors and BM25 term ids in memory (~2 KB a passage; the rest goes to its files as it arrives), and
+    #: a query searches every segment, so segments are large: 4 at a million passages.
+    segment_rows: int = 250_000
     #: Vectors past this count get a compressed IVF-PQ index (see dmlqa.index.ann and bench/ray_scaling.py).
     ivfpq_threshold: int = 5_000_000
     keep_versions: int = 3

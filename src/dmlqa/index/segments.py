@@ -150,22 +150,34 @@ def _body(blob: bytes) -> tuple[str, list[str]]:
 
 
 class SegmentBuilder:
-    """The rows of one segment being filled, kept compact as they arrive: each passage's text (with its
-    sentences') zlib-compressed, its BM25 terms as int32 ids, vectors as NumPy blocks; :meth:`write` puts
-    them on disk. A build fills one at a time, so this is what its memory follows."""
+    """The rows of one segment being filled, written to its folder as they arrive: passages and sentences
+    (texts zlib-compressed) into ``rows.sqlite``, passage and sentence vectors into raw files; only the BM25
+    terms (int32 ids) stay in memory. :meth:`write` turns the files into the segment's final ones.
 
-    def __init__(self, dim: int) -> None:
+    So a build's memory does not follow the rows of the segment being filled (a million-row build would
+    otherwise keep ~7 KB a row, 350 MB per 50k rows, in Python objects), and segments can be large: a
+    query searches each segment's HNSW graph and postings, so fewer, larger segments are what keep search
+    fast at a million rows."""
+
+    def __init__(self, dim: int, folder: Path) -> None:
         self.dim = dim
-        self.chunks: list[tuple] = []  # (row, chunk_id, doc_id, page, section, start, end, body)
-        self.sentences: list[tuple] = []  # rows of the sentences table
-        self.vectors: list[np.ndarray] = []
-        self.codes: list[np.ndarray] = []
-        self.scales: list[np.ndarray] = []
+        self.folder = folder
         self.postings = PostingsBuilder()
+        self._rows = 0
+        self._sentences = 0
+        self._db: sqlite3.Connection | None = None
+        self._files: dict[str, Any] = {}
 
     @property
     def rows(self) -> int:
-        return len(self.chunks)
+        return self._rows
+
+    def _open(self) -> None:
+        self.folder.mkdir(parents=True)
+        self._db = sqlite3.connect(str(self.folder / "rows.sqlite"))
+        self._db.executescript(_SCHEMA)
+        for name in _SPILL:
+            self._files[name] = open(self.folder / name, "wb")  # noqa: SIM115 - closed in write()
 
     def add(self, chunks: Sequence[ChunkRow], lexical_texts: Sequence[str], vectors: np.ndarray,
             sentences: Sequence[SentenceRow], codes: tuple[np.ndarray, np.ndarray]) -> tuple[int, int]:
@@ -175,54 +187,76 @@ class SegmentBuilder:
             raise ValueError(f"{len(chunks)} chunks, {len(vectors)} vectors, {len(lexical_texts)} texts")
         if len(sentences) != len(codes[0]):
             raise ValueError(f"{len(sentences)} sentences but {len(codes[0])} sentence vectors")
-        first, first_s = len(self.chunks), len(self.sentences)
+        vectors = np.asarray(vectors, dtype=np.float32).reshape(len(chunks), -1)
+        if len(chunks) and vectors.shape[1] != self.dim:
+            raise ValueError(f"vectors of dimension {vectors.shape[1]}, not {self.dim}")
+        if self._db is None:
+            self._open()
+        first, first_s = self._rows, self._sentences
         chunks = [replace(c, row=first + i) for i, c in enumerate(chunks)]
         sentences = [replace(x, row=first_s + i) for i, x in enumerate(sentences)]
         bodies, placed = _bodies(chunks, sentences)
-        self.chunks += [(c.row, c.chunk_id, c.doc_id, c.page, c.section, c.start, c.end, b)
-                        for c, b in zip(chunks, bodies, strict=True)]
-        self.sentences += placed
-        self.vectors.append(np.asarray(vectors, dtype=np.float32).reshape(len(chunks), -1))
+        assert self._db is not None
+        self._db.executemany("INSERT INTO chunks VALUES (?,?,?,?,?,?,?,?)",
+                             [(c.row, c.chunk_id, c.doc_id, c.page, c.section, c.start, c.end, b)
+                              for c, b in zip(chunks, bodies, strict=True)])
+        self._db.executemany("INSERT INTO sentences VALUES (?,?,?,?,?,?,?,?,?)", placed)
+        self._files["vectors.f32"].write(vectors.tobytes())
         if sentences:
-            self.codes.append(np.asarray(codes[0], dtype=np.int8))
-            self.scales.append(np.asarray(codes[1], dtype=np.float32))
+            self._files["sentences.q.raw"].write(np.asarray(codes[0], dtype=np.int8).tobytes())
+            self._files["sentences.scale.raw"].write(np.asarray(codes[1], dtype=np.float32).tobytes())
         self.postings.add(lexical_texts)
+        self._rows += len(chunks)
+        self._sentences += len(sentences)
         return first, first_s
 
-    def write(self, folder: Path, *, ann_threshold: int, ivfpq_threshold: int | None) -> dict[str, Any]:
-        """Write the segment into ``folder`` (created); its description for the version's manifest."""
-        folder.mkdir(parents=True)
-        vectors = np.concatenate(self.vectors) if self.vectors else np.zeros((0, self.dim), dtype=np.float32)
-        self.vectors = []
+    def write(self, *, ann_threshold: int, ivfpq_threshold: int | None) -> dict[str, Any]:
+        """Finish the segment in its folder; its description for the version's manifest."""
+        folder = self.folder
+        if self._db is None:
+            self._open()
+        assert self._db is not None
+        self._db.commit()
+        self._db.close()
+        for f in self._files.values():
+            f.close()
+        dim = self.dim
+        vectors = np.fromfile(folder / "vectors.f32", dtype=np.float32).reshape(self._rows, dim)
+        (folder / "vectors.f32").unlink()
         index_type = choose_index_type(len(vectors), ann_threshold, ivfpq_threshold)
         if index_type == "flat":
-            np.save(folder / "vectors.npy", np.ascontiguousarray(vectors, dtype=np.float32))
+            np.save(folder / "vectors.npy", vectors)
         else:
             import faiss
 
             faiss.write_index(build_dense(vectors, index_type), str(folder / "dense.faiss"))
-        dim = int(vectors.shape[1]) if vectors.ndim == 2 and len(vectors) else self.dim
         del vectors
         self.postings.build().save(folder / "bm25")
-        db = sqlite3.connect(str(folder / "rows.sqlite"))
-        try:
-            db.executescript(_SCHEMA)
-            db.executemany("INSERT INTO chunks VALUES (?,?,?,?,?,?,?,?)", self.chunks)
-            db.executemany("INSERT INTO sentences VALUES (?,?,?,?,?,?,?,?,?)", self.sentences)
-            db.commit()
-        finally:
-            db.close()
-        np.save(folder / "sentences.q.npy",
-                np.concatenate(self.codes) if self.codes else np.zeros((0, dim), dtype=np.int8))
-        np.save(folder / "sentences.scale.npy",
-                np.concatenate(self.scales) if self.scales else np.zeros(0, dtype=np.float32))
-        info = {"id": folder.name, "rows": len(self.chunks), "sentences": len(self.sentences), "dim": dim,
+        _raw_to_npy(folder / "sentences.q.raw", folder / "sentences.q.npy", np.int8, (self._sentences, dim))
+        _raw_to_npy(folder / "sentences.scale.raw", folder / "sentences.scale.npy", np.float32, (self._sentences,))
+        info = {"id": folder.name, "rows": self._rows, "sentences": self._sentences, "dim": dim,
                 "index_type": index_type}
         if index_type == "hnsw":
             info["hnsw"] = {"M": HNSW_M, "efSearch": HNSW_EF_SEARCH}
         (folder / "segment.json").write_text(json.dumps(info), encoding="utf-8")
         fsync_tree(folder)
         return info
+
+
+#: The files a SegmentBuilder appends to as rows arrive (raw arrays, no header), turned into .npy by write().
+_SPILL = ("vectors.f32", "sentences.q.raw", "sentences.scale.raw")
+
+
+def _raw_to_npy(raw: Path, target: Path, dtype: type, shape: tuple[int, ...]) -> None:
+    """A headerless array file as a ``.npy``: NumPy's header, then the bytes copied in blocks (sentence codes run
+    to gigabytes). Plain writes, not a memory map: a full disk must raise ENOSPC, not kill the build with SIGBUS."""
+    import shutil
+
+    with open(target, "wb") as out, open(raw, "rb") as src:
+        np.lib.format.write_array_header_1_0(
+            out, {"descr": np.lib.format.dtype_to_descr(np.dtype(dtype)), "fortran_order": False, "shape": shape})
+        shutil.copyfileobj(src, out, 1 << 22)
+    raw.unlink()
 
 
 def fsync_tree(path: Path) -> None:
@@ -325,20 +359,23 @@ class Segment:
         self._version_name = version_name
 
     # -- vectors ----------------------------------------------------------------------------------
-    def search(self, q: np.ndarray, k: int, allowed: np.ndarray | None) -> tuple[np.ndarray, np.ndarray]:
-        """The ``k`` best local rows for ``q`` (inner product) among ``allowed`` (bool per row; None: all)."""
+    def search(self, q: np.ndarray, k: int, allowed: np.ndarray | None,
+               ef: int | None = None) -> tuple[np.ndarray, np.ndarray]:
+        """The ``k`` best local rows for ``q`` (inner product) among ``allowed`` (bool per row; None: all);
+        ``ef``: the HNSW candidate list (default: the segment's ``efSearch``), never below ``k``."""
         k = min(k, self.rows if allowed is None else int(allowed.sum()))
         if k <= 0:
             return np.zeros(0, dtype=np.int64), np.zeros(0, dtype=np.float32)
         if self._vectors is not None:
             return _top(np.asarray(self._vectors @ q, dtype=np.float32), k, allowed)
-        if allowed is not None and self.index_type == "hnsw":
+        if self.index_type == "hnsw" and (allowed is not None or ef is not None):
             import faiss
 
             params = faiss.SearchParametersHNSW()
-            params.efSearch = max(int(self.dense.hnsw.efSearch), k)
-            bits = np.packbits(allowed, bitorder="little")
-            params.sel = faiss.IDSelectorBitmap(self.rows, faiss.swig_ptr(bits))
+            params.efSearch = max(int(ef or self.dense.hnsw.efSearch), k)
+            if allowed is not None:
+                bits = np.packbits(allowed, bitorder="little")
+                params.sel = faiss.IDSelectorBitmap(self.rows, faiss.swig_ptr(bits))
             scores, rows = self.dense.search(q[None, :].astype(np.float32), k, params=params)
         else:
             want = k if allowed is None else min(self.rows, k * 4)

@@ -22,6 +22,7 @@ or the new one, never a mix, and a version pruned while a reader holds it keeps 
 from __future__ import annotations
 
 import json
+import math
 import os
 import shutil
 import sqlite3
@@ -59,6 +60,12 @@ __all__ = [
     "list_versions", "new_version_name", "open_current", "prune", "publish", "read_meta", "remove_version",
     "write_version",
 ]
+
+#: A first look into each HNSW segment (see :meth:`IndexVersion.dense_search`): this many times its share
+#: of the results asked for, at least PROBE_MIN, with a candidate list of PROBE_EF.
+PROBE_SHARE = 2.0
+PROBE_MIN = 16
+PROBE_EF = 64
 
 
 def write_version(
@@ -436,21 +443,42 @@ class IndexVersion:
         return np.concatenate(parts) if parts else np.zeros((0, self.dim), dtype=np.float32)
 
     def dense_search(self, q: np.ndarray, n: int, allowed: np.ndarray | None = None) -> list[tuple[int, float]]:
-        """The ``n`` nearest live rows to ``q`` (inner product) among ``allowed`` rows (None: all live rows)."""
+        """The ``n`` nearest live rows to ``q`` (inner product) among ``allowed`` rows (None: all live rows).
+
+        Searching each of many HNSW segments for all ``n`` costs ``n`` candidates per segment (20 segments at
+        1M rows: 16 ms). So each HNSW segment is first asked for its share of ``n`` (:data:`PROBE_SHARE` times
+        its part of the rows, at least :data:`PROBE_MIN`, with a :data:`PROBE_EF` candidate list); a segment
+        whose last answer still beats the ``n``-th best overall may hold more, and is searched again for ``n``.
+        A segment that is not searched again holds nothing better than the ``n``-th best (as far as its HNSW
+        graph finds), so the result is the one a full search of every segment gives.
+        """
         q = np.asarray(q, dtype=np.float32)
-        rows: list[np.ndarray] = []
-        scores: list[np.ndarray] = []
+        parts = []
         for s, seg in enumerate(self.segments):
             lo, hi = int(self.offsets[s]), int(self.offsets[s + 1])
             mask = (allowed if allowed is not None else self.live)[lo:hi]
-            if not mask.any():
-                continue
-            local, sc = seg.search(q, n, None if mask.all() else mask)
-            rows.append(local + lo)
-            scores.append(sc)
-        if not rows:
+            count = int(mask.sum())
+            if count:
+                parts.append((seg, lo, None if count == hi - lo else mask, count))
+        if not parts:
             return []
-        all_rows, all_scores = np.concatenate(rows), np.concatenate(scores)
+        total = sum(p[3] for p in parts)
+        found: list[tuple[np.ndarray, np.ndarray]] = []
+        probes: list[int] = []
+        for seg, lo, mask, count in parts:
+            k = n if seg.index_type != "hnsw" else min(n, max(PROBE_MIN, math.ceil(PROBE_SHARE * n * count / total)))
+            local, sc = seg.search(q, k, mask, ef=PROBE_EF if k < n else None)
+            found.append((local + lo, sc))
+            probes.append(k if k < min(n, count) and len(local) == k else 0)
+        scores = np.concatenate([sc for _, sc in found])
+        if len(scores) >= n and any(probes):
+            nth = float(-np.partition(-scores, n - 1)[n - 1])
+            for i, (seg, lo, mask, _count) in enumerate(parts):
+                if probes[i] and float(found[i][1][-1]) >= nth:  # its share was all above the bar: look further
+                    local, sc = seg.search(q, n, mask)
+                    found[i] = (local + lo, sc)
+        all_rows = np.concatenate([r for r, _ in found])
+        all_scores = np.concatenate([sc for _, sc in found])
         order = np.argsort(-all_scores, kind="stable")[:n]
         return [(int(all_rows[i]), float(all_scores[i])) for i in order]
 

@@ -52,7 +52,7 @@ from dmlqa.paths import VERSIONS
 BUILDING_PREFIX = ".building-"
 FORMAT = 2
 #: Passages a build writes into one segment before starting the next (bounds the build's memory).
-SEGMENT_ROWS = 50_000
+SEGMENT_ROWS = 250_000
 #: Segments of one size tier that trigger a merge (Lucene's segmentsPerTier).
 MERGE_FACTOR = 10
 
@@ -149,7 +149,7 @@ class VersionWriter:
                 self.previous = {}
         self.placements: dict[str, Placement] = {}
         self.new_segments: dict[str, dict[str, Any]] = {}
-        self._pending = SegmentBuilder(dim)
+        self._pending = SegmentBuilder(dim, self.tmp / "segments" / new_segment_id())
         self._placed: dict[str, Placement] = {}
         self.counts = {"chunks": 0, "sentences": 0}
 
@@ -205,12 +205,12 @@ class VersionWriter:
         """Write the pending rows as a new segment."""
         if not self._pending.rows:
             return
-        seg = new_segment_id()
-        self.new_segments[seg] = self._pending.write(self.tmp / "segments" / seg, ann_threshold=self.ann_threshold,
+        seg = self._pending.folder.name
+        self.new_segments[seg] = self._pending.write(ann_threshold=self.ann_threshold,
                                                      ivfpq_threshold=self.ivfpq_threshold)
         for doc_id, place in self._placed.items():
             self.placements[doc_id] = replace(place, segment=seg)
-        self._pending = SegmentBuilder(self.dim)
+        self._pending = SegmentBuilder(self.dim, self.tmp / "segments" / new_segment_id())
         self._placed = {}
 
     # -- finishing --------------------------------------------------------------------------------
@@ -291,7 +291,7 @@ class VersionWriter:
     def _merge_one(self, group: list[str], placements: dict[str, Placement],
                    titles: dict[str, str]) -> tuple[dict[str, Placement], dict[str, Any]]:
         seg_id = new_segment_id()
-        builder = SegmentBuilder(self.dim)
+        builder = SegmentBuilder(self.dim, self.tmp / "segments" / seg_id)
         moved: dict[str, Placement] = {}
         for s in group:
             seg = Segment(self.tmp / "segments" / s, self.name)
@@ -306,8 +306,7 @@ class VersionWriter:
                     moved[doc_id] = replace(p, segment=seg_id, first_row=first, first_sentence=first_s)
             finally:
                 seg.close()
-        info = builder.write(self.tmp / "segments" / seg_id, ann_threshold=self.ann_threshold,
-                             ivfpq_threshold=self.ivfpq_threshold)
+        info = builder.write(ann_threshold=self.ann_threshold, ivfpq_threshold=self.ivfpq_threshold)
         return {**placements, **moved}, info
 
     def _write_store(self, documents: Sequence[Document], placements: dict[str, Placement],
