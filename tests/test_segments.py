@@ -289,3 +289,34 @@ def test_top_k_on_tied_scores_matches_a_full_sort() -> None:
         rows, values = _top(scores, k, allowed)
         assert allowed[rows].all() and np.array_equal(values, scores[rows])
         assert np.array_equal(values, np.sort(scores[allowed])[::-1][:k])
+
+
+def test_dense_search_over_many_hnsw_segments_finds_what_searching_each_fully_finds(tmp_path: Path) -> None:
+    """Each HNSW segment is first asked for its share only; a segment holding more of the best rows than that
+    (here: every near neighbour of the query sits in one segment) is searched again for all of them."""
+    from dmlqa.index.versions import PROBE_MIN
+
+    rng = random.Random(3)
+    docs = [make_doc(i, rng, chunks=10) for i in range(120)]  # 1,200 rows: 4 segments of 300, HNSW each
+    anchor = docs[45][2][0]
+    for i in range(40, 50):  # 100 rows close to one direction, all in the second segment
+        noise = np.random.default_rng(100 + i).normal(scale=0.05, size=(10, DIM)).astype(np.float32)
+        vecs = anchor + noise
+        docs[i] = (*docs[i][:2], vecs / np.linalg.norm(vecs, axis=1, keepdims=True), docs[i][3])
+    name, _ = write(tmp_path, docs, {d[0].doc_id: "k" for d in docs}, segment_rows=300, ann_threshold=100)
+    version = open_version(tmp_path, name)
+    assert len(version.segments) == 4 and all(s.index_type == "hnsw" for s in version.segments)
+
+    def full(q: np.ndarray, n: int) -> list[int]:
+        found = [(r + int(version.offsets[s]), sc) for s, seg in enumerate(version.segments)
+                 for r, sc in zip(*seg.search(q, n, None), strict=True)]
+        return [r for r, _ in sorted(found, key=lambda x: -x[1])[:n]]
+
+    clustered = version.dense_search(anchor, 60)
+    assert len(clustered) == 60 and 60 > PROBE_MIN
+    assert {version.doc_of(r) for r, _ in clustered} <= {f"web:doc{i}" for i in range(40, 50)}
+    assert [r for r, _ in clustered] == full(anchor, 60)
+    for seed in range(20):
+        q = np.random.default_rng(seed).normal(size=DIM).astype(np.float32)
+        q /= np.linalg.norm(q)
+        assert [r for r, _ in version.dense_search(q, 40)] == full(q, 40)
