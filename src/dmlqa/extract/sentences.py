@@ -53,10 +53,15 @@ class Sentence:
 # -- splitting ---------------------------------------------------------------------------------------
 
 #: A sentence ends at . ! ? (plus closing quotes/brackets) followed by space and a capital, digit or
-#: opening bracket; not after common abbreviations or initials.
-_BOUNDARY = re.compile(r"(?<=[.!?])[\"'”’)\]]*\s+(?=[\"'“‘(\[]?[A-Z0-9])")
-_NO_END = re.compile(r"(?:\b(?:e\.g|i\.e|et al|etc|vs|cf|Fig|Figs|Eq|Eqs|Sec|Secs|No|Ref|Refs|approx|resp|"
-                     r"Dr|Mr|Ms|Prof|Inc|Ltd|Jr|St|al)|\b[A-Z])\.$")
+#: opening bracket; not after common abbreviations or initials. Group 1 is the gap between two sentences:
+#: the stop is matched rather than looked behind for, so that the engine skips to the next ". ! ?" (a
+#: pattern opening with a lookbehind is tried at every character, three times slower).
+_BOUNDARY = re.compile(r"[.!?]([\"'”’)\]]*\s+)(?=[\"'“‘(\[]?[A-Z0-9])")
+_ABBREVIATIONS = ("e.g", "i.e", "et al", "etc", "vs", "cf", "Fig", "Figs", "Eq", "Eqs", "Sec", "Secs", "No", "Ref",
+                  "Refs", "approx", "resp", "Dr", "Mr", "Ms", "Prof", "Inc", "Ltd", "Jr", "St", "al")
+_NO_END = re.compile(r"(?:\b(?:" + "|".join(a.replace(".", r"\.") for a in _ABBREVIATIONS) + r")|\b[A-Z])\.$")
+#: How a text that :data:`_NO_END` matches ends: one ``endswith`` rules out most stops without the regex.
+_NO_END_TAILS = tuple(f"{a}." for a in _ABBREVIATIONS) + tuple(f"{c}." for c in "ABCDEFGHIJKLMNOPQRSTUVWXYZ")
 _ITEM_LINE = re.compile(r"^\s*(?:[-*•▪●◦‣]|\d{1,2}[.)]|[a-z][.)])\s+(?=\S)")
 _PDF_LIKE = ("pdf",)
 
@@ -65,11 +70,13 @@ def _spans(text: str, base: int) -> Iterator[tuple[int, int]]:
     """Sentence spans (absolute offsets) of one paragraph's text."""
     start = 0
     for m in _BOUNDARY.finditer(text):
+        stop = m.start(1)
         # Only the tail can end in an abbreviation (the longest is 7 characters): looking at the whole
         # run since ``start`` made a paragraph of many "et al." quadratic (minutes for 200,000 chars).
-        if _NO_END.search(text[max(start, m.start() - 16) : m.start()]):
+        tail = text[max(start, stop - 16) : stop]
+        if tail.endswith(_NO_END_TAILS) and _NO_END.search(tail):
             continue
-        yield base + start, base + m.start() + len(m.group().rstrip())  # closing quotes stay with it
+        yield base + start, base + stop + len(m.group(1).rstrip())  # closing quotes stay with it
         start = m.end()
     if text[start:].strip():
         yield base + start, base + len(text)
@@ -295,8 +302,9 @@ def _announces(sentences: list[Sentence], i: int) -> int:
     if _COMMENT.match(s.text):
         return 1
     run = 0
-    while i + 1 + run < len(sentences) and _COMMAND_LINE.match(sentences[i + 1 + run].text) and \
-            sentences[i + 1 + run].role in (CODE, HEADING):
+    # the role first: it is free, and _COMMAND_LINE backtracks over every word of a prose sentence
+    while i + 1 + run < len(sentences) and sentences[i + 1 + run].role in (CODE, HEADING) and \
+            _COMMAND_LINE.match(sentences[i + 1 + run].text):
         run += 1
     after = sentences[i + 1 + run] if i + 1 + run < len(sentences) else None
     ends = after is None or after.role in (PROSE, ITEM) or after.role == HEADING and not _COMMAND_LINE.match(after.text)
@@ -343,14 +351,85 @@ _FURNITURE = re.compile(r"(?:arXiv:\d{4}\.\d{4,5}v?\d*\s*\[[\w.\-]+\]|Proceeding
                         r"https?://doi\.org/\S+\s*$|licensed under a Creative Commons)", re.IGNORECASE)
 _REFERENCE = re.compile(r"^\[\d+\]\s+[A-Z]|(?:In\s+)?Proceedings of|arXiv preprint arXiv|"
                         r"\b(?:19|20)\d\d[a-z]?\.\s+URL\b|\bpp\.\s*\d+|\bvol\.\s*\d+|\bdoi:\s*10\.", re.IGNORECASE)
-_CODE_TOKENS = re.compile(r"[{};=]|\(\)|\b(?:def|return|import|self|lambda|elif|torch|np|npx|print)\b|"
-                          r"\w+\.\w+\(|\w+_\w+\(|^\s*\d+\s+\w+\(|==|->|\+=|//")
+#: The calls (``x.y(``, ``a_b(``) are tried only where a word starts (the ``\b`` they share with the
+#: keywords): from inside a word they match only if they match from its start, which a scan tries first
+#: (no match ends inside a word), so the matches are the same; trying them at every letter backtracked
+#: over the rest of its word each time.
+_CODE_TOKENS = re.compile(r"[{};=]|\(\)|\b(?:(?:def|return|import|self|lambda|elif|torch|np|npx|print)\b|"
+                          r"\w+\.\w+\(|\w+_\w+\()|^\s*\d+\s+\w+\(|==|->|\+=|//")
 #: Three or more "Name Surname," at the start of a line: the authors of a publication list entry.
 _AUTHOR_LIST = re.compile(r"^(?:[-*•▪●◦‣]\s*)?(?:(?:[A-Z][\w'’.\-]*\s+){1,3}[A-Z][\w'’\-]+,\s*(?:and\s+)?){3,}")
 #: What a cited work carries: a year in parentheses or after a full stop, an arXiv or DOI identifier.
 _CITED_WORK = re.compile(r"\((?:19|20)\d\d[a-z]?\)|\.\s+(?:19|20)\d\d\.|arXiv:\s?\d{4}\.\d{4,5}|\bdoi\b|"
                          r"\b10\.\d{4,}/", re.I)
 _HEADING_LEAD = re.compile(r"^(?:\d+(?:\.\d+)*\.?|[A-Z]\.\d*|[IVX]+\.)\s+[A-Z][A-Z \-&]{3,}\b(?=\s+[A-Z][a-z])")
+_NUMBERED = re.compile(r"^\[?\d+\]?\s")
+_CLOSED = re.compile(r"[.!?:)\"”]$")
+
+# Every sentence of a build is classified, and a regex search tries each of its alternatives at every
+# position of the text (it finds no literal prefix to skip to in an alternation or under IGNORECASE), so
+# the patterns above cost most of a build's sentence splitting. Almost no sentence can match them: these
+# literals are what each match must contain, and a substring test (a C scan) rules a pattern out tens of
+# times cheaper. Add a literal here with every alternative added above (tests/test_sentence_gates.py).
+_CAPTION_NEEDLES = ("Fig", "Table", "Algorithm", "Listing")
+#: Lower-case, as the text they are sought in (the patterns ignore case); "©" covers "Copyright ©".
+_FURNITURE_NEEDLES = ("arxiv:", "proceedings of the", "©", "all rights reserved",
+                      "permission to make digital or hard copies", "acm isbn", "doi.org/",
+                      "licensed under a creative commons")
+#: Lower-case; the marker entry ``^\[\d+\]`` is tested apart (a text starting with "[").
+_REFERENCE_NEEDLES = ("proceedings of", "arxiv preprint arxiv", "url", "pp.", "vol.", "doi:")
+#: The calls ``\w+\.\w+\(`` and the like and ``()`` are tested apart, by :data:`_CALL`; "=" covers "==" and "+=".
+_CODE_NEEDLES = ("{", "}", ";", "=", "//", "->", "def", "return", "import", "self", "lambda", "elif", "torch",
+                 "np", "print")
+_CALL = re.compile(r"\w\(|\(\)")
+#: The characters outside ASCII that IGNORECASE lets match an ASCII letter ("ſ" matches "s"), which a
+#: lower-cased text does not turn into that letter (tests/test_sentence_gates.py checks all of Unicode).
+_FOLDS_TO_ASCII = ("\u0130", "\u0131", "\u017f", "\u212a")
+
+
+def _lowered(text: str) -> str | None:
+    """``text`` lower-cased, to test a case-insensitive pattern's literals in; None where a character
+    from :data:`_FOLDS_TO_ASCII` is in it: there only the pattern itself can tell."""
+    if not text.isascii() and any(ch in text for ch in _FOLDS_TO_ASCII):
+        return None
+    return text.lower()
+
+
+def _holds(text: str, needles: tuple[str, ...]) -> bool:
+    """Is one of ``needles`` in ``text``? (A loop: ``any()`` over a generator costs a third more.)"""
+    for needle in needles:
+        if needle in text:
+            return True
+    return False
+
+
+def _may_hold(low: str | None, needles: tuple[str, ...]) -> bool:
+    """Can a text whose :func:`_lowered` form is ``low`` hold one of the (lower-case) ``needles``?"""
+    return low is None or _holds(low, needles)
+
+
+def _count(pattern: re.Pattern[str], text: str, cap: int) -> int:
+    """How many (non-overlapping) matches ``text`` has, counted up to ``cap``: a rule needs only to
+    know whether a threshold is reached, and a long code listing has hundreds."""
+    hits = 0
+    for _ in pattern.finditer(text):
+        hits += 1
+        if hits == cap:
+            break
+    return hits
+
+
+def _code_tokens(text: str, cap: int) -> int:
+    """How many :data:`_CODE_TOKENS` ``text`` holds, up to ``cap``."""
+    if not _holds(text, _CODE_NEEDLES) and not ("(" in text and _CALL.search(text)):
+        return 0
+    return _count(_CODE_TOKENS, text, cap)
+
+
+def _print_stamp(text: str) -> bool:
+    """Is there a print stamp or a page counter in ``text``? Each alternative of :data:`_PRINT_STAMP`
+    holds a "/" or ends the text on a digit (``\\s`` and ``rstrip`` strip the same characters)."""
+    return ("/" in text or text.rstrip()[-1:].isdecimal()) and _PRINT_STAMP.search(text) is not None
 
 
 def classify(text: str, role: str = PROSE, *, title: str = "") -> str:
@@ -358,28 +437,30 @@ def classify(text: str, role: str = PROSE, *, title: str = "") -> str:
     n = len(text)
     words = text.split()
     # the length first: it is free, the regexes are not
-    if n < 120 and _PRINT_STAMP.search(text) or (title and text.strip() == title.strip()):
+    if n < 120 and _print_stamp(text) or (title and text.strip() == title.strip()):
         return FURNITURE
-    if _CAPTION.search(text):
+    if _holds(text, _CAPTION_NEEDLES) and _CAPTION.search(text):
         return CAPTION
-    if n < 400 and _FURNITURE.search(text):
+    low = _lowered(text)
+    if n < 400 and _may_hold(low, _FURNITURE_NEEDLES) and _FURNITURE.search(text):
         return FURNITURE
     if text.rstrip("\"'”’)* ").endswith("?"):
         return HEADING  # a question (an FAQ entry, an exercise, a rhetorical one) asks; it states nothing
-    refs = len(_REFERENCE.findall(text))
+    refs = _count(_REFERENCE, text, 2) if text.startswith("[") or _may_hold(low, _REFERENCE_NEEDLES) else 0
     if _AUTHOR_LIST.match(text) and _CITED_WORK.search(text):
         return REFERENCE  # a publication list entry on a web page: "- A. Smith, B. Lee, C. Wu. (2022) Title"
-    if refs >= 2 or (refs and re.match(r"^\[?\d+\]?\s", text) and "et al" in text) or text.count("et al.") >= 3:
+    if refs >= 2 or (refs and _NUMBERED.match(text) and "et al" in text) or text.count("et al.") >= 3:
         return REFERENCE
     if marker_subject(text):
         return REFERENCE  # about a cited work named only by its number: a fragment once the marker goes
-    code_hits = len(_CODE_TOKENS.findall(text))
+    code_hits = _code_tokens(text, 3)
     letters = _letters(text)
     if code_hits >= 3 or (code_hits and letters < 0.6 * n) or letters < 0.5 * n:
         return CODE
     if role == ITEM:
         return ITEM if n >= 12 and len(words) >= 2 else HEADING
-    if not re.search(r"[.!?:)\"”]$", text) and len(words) <= 12:
+    # "$" is the end or a newline just before it: the last two characters hold any match
+    if not _CLOSED.search(text[-2:]) and len(words) <= 12:
         return HEADING  # a title or section heading on a line of its own
     if not MIN_CHARS <= n <= MAX_CHARS or len(words) < MIN_WORDS:
         return HEADING if n < MIN_CHARS else FURNITURE
