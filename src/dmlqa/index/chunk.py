@@ -19,6 +19,13 @@ How a block is cut:
    tokenizer unless the block's tokenisation already shows it well inside, and cut on token
    boundaries if it is over (the splitter adds up piece lengths, which can differ slightly from the
    length of the joined text).
+
+How tokens are counted: a BERT tokenizer (BertNormalizer, BertPreTokenizer, WordPiece) never lets a
+token or any normalisation cross a space, tab or line break, so a text's tokens are the tokens of its
+whitespace-free *runs*, each tokenised alone. :class:`TokenCounter` memoises every run's token starts
+and answers counts and block tokenisations from them, giving exactly the tokenizer's own answer while
+calling it only for runs it has not met (most words of a corpus repeat): tokenising whole texts was
+three quarters of chunking's CPU. Any other tokenizer is asked about whole texts.
 """
 
 from __future__ import annotations
@@ -26,11 +33,13 @@ from __future__ import annotations
 import bisect
 import json
 import logging
-from collections.abc import Iterable
+import re
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
+from itertools import accumulate, filterfalse
 from pathlib import Path
 
-from tokenizers import Encoding, Tokenizer
+from tokenizers import Encoding, Tokenizer, models, normalizers, pre_tokenizers
 
 from dmlqa.extract.reference_entries import reference_zone
 from dmlqa.models import BLOCK_SEPARATOR, Chunk, Document
@@ -52,11 +61,20 @@ _CACHE_MAX_ENTRIES = 200_000
 MAX_CHARS_PER_TOKEN = 12
 #: Tokens of head-room under which a whitespace-bounded span is trusted without a re-count.
 _COUNT_MARGIN = 8
+#: Whitespace that a BERT tokenizer always treats as a word break and never normalises together with
+#: its neighbours. Deliberately not ``\s``: the normaliser deletes vertical tab, form feed and other
+#: control characters that Python calls whitespace, joining the words around them into one.
+_BREAKS = re.compile(r"([ \t\n\r]+)")
+_RUN = re.compile(r"[^ \t\n\r]+")
+#: Runs whose token starts :class:`TokenCounter` keeps (cleared when full; a corpus's common words come
+#: back at once). About 170 bytes each, the run itself included.
+_RUNS_MAX_ENTRIES = 200_000
 
 
 class TokenCounter:
     """Counts the embedding model's tokens; memoised because the splitter asks about the same
-    pieces (and separators) several times."""
+    pieces (and separators) several times, and by whitespace-free run for BERT tokenizers (see the
+    module notes), whose runs repeat across a whole corpus."""
 
     def __init__(self, tokenizer: Tokenizer, *, window: int) -> None:
         """``window`` is the model's maximum sequence length, special tokens included."""
@@ -72,6 +90,13 @@ class TokenCounter:
         if self.max_tokens <= 0:
             raise ValueError(f"model window {window} leaves no room for text")
         self._cache: dict[str, int] = {}
+        self._by_run = _tokenizes_runs_alone(tokenizer)
+        #: Per whitespace-free run (only while ``_by_run``): where its tokens start, and which of its
+        #: tokens begin a word (indexes), both relative to the run. Equal tuples are shared through
+        #: ``_shapes``: most runs are one token, ``(0,)`` and ``(0,)``.
+        self._starts: dict[str, tuple[int, ...]] = {"": ()}
+        self._words: dict[str, tuple[int, ...]] = {"": ()}
+        self._shapes: dict[tuple[int, ...], tuple[int, ...]] = {}
 
     @classmethod
     def from_model_dir(cls, path: Path | str, *, window: int | None = None) -> TokenCounter:
@@ -86,7 +111,12 @@ class TokenCounter:
         """Tokens in ``text`` without special tokens."""
         n = self._cache.get(text)
         if n is None:
-            n = len(self._tok.encode(text, add_special_tokens=False).ids)
+            if self._by_run:
+                runs = _RUN.findall(text)
+                self._learn(runs)
+                n = sum(map(len, map(self._starts.__getitem__, runs)))
+            else:
+                n = len(self._tok.encode(text, add_special_tokens=False).ids)
             if len(text) <= _CACHE_MAX_CHARS:
                 if len(self._cache) >= _CACHE_MAX_ENTRIES:
                     self._cache.clear()
@@ -100,6 +130,112 @@ class TokenCounter:
     def encode(self, text: str) -> Encoding:
         """The tokenizer's full encoding of ``text`` (no special tokens): offsets, word ids, ..."""
         return self._tok.encode(text, add_special_tokens=False)
+
+    def tokens(self, text: str) -> TokenStarts:
+        """Where each token of ``text`` (no special tokens) starts, and which tokens begin a word: what
+        :meth:`encode` tells through offsets and word ids, cheaper."""
+        if not self._by_run:
+            encoding = self.encode(text)
+            ids = encoding.word_ids
+            words = tuple(j for j in range(len(ids)) if j == 0 or ids[j] != ids[j - 1])
+            return TokenStarts([0], [tuple(s for s, _ in encoding.offsets)], [words])
+        parts = _BREAKS.split(text)  # run, break, run, ..., run (runs may be empty)
+        runs = parts[0::2]
+        at = list(accumulate(map(len, parts), initial=0))[0::2]
+        self._learn(runs)
+        return TokenStarts(at, list(map(self._starts.__getitem__, runs)), list(map(self._words.__getitem__, runs)))
+
+    def _learn(self, runs: Sequence[str]) -> None:
+        """Tokenise those of ``runs`` (whitespace-free) not met before, all in one call."""
+        if all(map(self._starts.__contains__, runs)):
+            return
+        if len(self._starts) > _RUNS_MAX_ENTRIES:
+            for memo in (self._starts, self._words, self._shapes):
+                memo.clear()
+            self._starts[""] = self._words[""] = ()
+        new = list(filterfalse(self._starts.__contains__, set(runs)))
+        # Runs joined by single spaces tokenise as they do alone; one call instead of one per run
+        # saves the tokenizer's per-call cost, which dominates for single words.
+        bounds = list(accumulate((len(r) + 1 for r in new), initial=0))
+        starts: list[list[int]] = [[] for _ in new]
+        words: list[list[int]] = [[] for _ in new]
+        encoding = self.encode(" ".join(new))
+        k = 0
+        previous = None
+        for (start, _), word in zip(encoding.offsets, encoding.word_ids, strict=True):
+            while start >= bounds[k + 1]:
+                k += 1
+            if not starts[k] or word != previous:
+                words[k].append(len(starts[k]))
+            starts[k].append(start - bounds[k])
+            previous = word
+        shapes = self._shapes
+        for run, run_starts, run_words in zip(new, starts, words, strict=True):
+            self._starts[run] = shapes.setdefault(tuple(run_starts), tuple(run_starts))
+            self._words[run] = shapes.setdefault(tuple(run_words), tuple(run_words))
+
+
+class TokenStarts:
+    """Start offsets of a text's tokens, held per whitespace-free run: ``len()``, ``[j]`` (start of
+    token ``j``) and :meth:`index` behave as on the flat list of starts, which is never built because
+    making one Python int per token cost as much as the rest of chunking."""
+
+    def __init__(self, run_at: list[int], run_starts: list[tuple[int, ...]], run_words: list[tuple[int, ...]]) -> None:
+        """``run_at[k]`` is where run ``k`` begins, ``run_starts[k]`` its token starts relative to that,
+        ``run_words[k]`` the indexes (within the run, ascending) of its tokens that begin a word."""
+        self._at = run_at
+        self._starts = run_starts
+        self._words = run_words
+        self._before = list(accumulate(map(len, run_starts), initial=0))  # tokens before each run
+
+    def __len__(self) -> int:
+        return self._before[-1]
+
+    def __getitem__(self, j: int) -> int:
+        k = self._run_of(j)
+        return self._at[k] + self._starts[k][j - self._before[k]]
+
+    def begins_word(self, j: int) -> bool:
+        """Whether token ``j`` is the first of a word (the tokenizer's pre-tokenised word)."""
+        k = self._run_of(j)
+        words = self._words[k]
+        i = bisect.bisect_left(words, j - self._before[k])
+        return i < len(words) and words[i] == j - self._before[k]
+
+    def _run_of(self, j: int) -> int:
+        if not 0 <= j < len(self):
+            raise IndexError(j)
+        return bisect.bisect_right(self._before, j) - 1  # the run holding token j (skips runs without tokens)
+
+    def index(self, pos: int) -> int:
+        """Tokens that start before ``pos`` (``bisect_left`` on the flat list of starts)."""
+        k = bisect.bisect_right(self._at, pos) - 1
+        if k < 0:
+            return 0
+        return self._before[k] + bisect.bisect_left(self._starts[k], pos - self._at[k])
+
+    def between(self, span: Span) -> int:
+        """Tokens that start inside ``span`` (cheap estimate of its length)."""
+        return self.index(span.end) - self.index(span.start)
+
+
+def _tokenizes_runs_alone(tokenizer: Tokenizer) -> bool:
+    """True for a BERT tokenizer, whose tokens and normalisation never cross a space, tab or line break.
+
+    BertNormalizer works one character at a time (accent stripping's reordering stops at any base
+    character), BertPreTokenizer splits at whitespace and WordPiece sees one word at a time. Added
+    tokens are matched before all that; they keep the property unless they hold whitespace or strip it.
+    """
+    added_ok = all(
+        not (t.lstrip or t.rstrip or t.single_word) and not any(map(str.isspace, t.content))
+        for t in tokenizer.get_added_tokens_decoder().values()
+    )
+    return (
+        isinstance(tokenizer.normalizer, normalizers.BertNormalizer)
+        and isinstance(tokenizer.pre_tokenizer, pre_tokenizers.BertPreTokenizer)
+        and isinstance(tokenizer.model, models.WordPiece)
+        and added_ok
+    )
 
 
 def _model_window(path: Path) -> int:
@@ -226,25 +362,22 @@ class Chunker:
         lo, hi = _strip_bounds(text, 0, len(text))
         if lo >= hi:
             return []
-        encoding = self.counter.encode(text)
-        offsets = encoding.offsets
-        starts = [s for s, _ in offsets]
-        if max(len(offsets), (hi - lo) // MAX_CHARS_PER_TOKEN) <= self.chunk_tokens:
-            return self._enforce_max(text, [Span(lo, hi)], offsets, starts)
-        word_ids = encoding.word_ids
+        tokens = self.counter.tokens(text)
+        if max(len(tokens), (hi - lo) // MAX_CHARS_PER_TOKEN) <= self.chunk_tokens:
+            return self._enforce_max(text, [Span(lo, hi)], tokens)
 
         cores = self._cores(text)
         if not cores:
             return []
-        if len(cores) > 1 and _tokens_in(starts, cores[-1]) < self.min_tokens:
+        if len(cores) > 1 and tokens.between(cores[-1]) < self.min_tokens:
             tail = cores.pop()
             cores[-1] = Span(cores[-1].start, tail.end)
         spans = [cores[0]]
         for previous, core in zip(cores, cores[1:], strict=False):
             # never reach back past the previous core: chunk starts stay in reading order
-            start = max(previous.start, self._overlap_start(text, core.start, offsets, starts, word_ids))
+            start = max(previous.start, self._overlap_start(text, core.start, tokens))
             spans.append(Span(start, core.end))
-        return self._enforce_max(text, spans, offsets, starts)
+        return self._enforce_max(text, spans, tokens)
 
     def _cores(self, text: str) -> list[Span]:
         """Non-overlapping pieces chosen by langchain's recursive splitter, located in ``text``."""
@@ -264,33 +397,29 @@ class Chunker:
         self,
         text: str,
         core_start: int,
-        offsets: list[tuple[int, int]],
-        starts: list[int],
-        word_ids: list[int | None],
+        tokens: TokenStarts,
     ) -> int:
         """Start of the ~``overlap`` tokens before ``core_start``, moved forward to a word start:
         preferably one after whitespace, else any word the tokenizer starts (CJK characters,
         punctuation), never the middle of a word."""
         if self.overlap == 0:
             return core_start
-        first = bisect.bisect_left(starts, core_start)  # first token of the core
+        first = tokens.index(core_start)  # first token of the core
         candidates = range(max(0, first - self.overlap), first)
         for j in candidates:
-            s = offsets[j][0]
+            s = tokens[j]
             if s == 0 or text[s - 1].isspace():
                 return s
         for j in candidates:
-            if j == 0 or word_ids[j] != word_ids[j - 1]:
-                return offsets[j][0]
+            if tokens.begins_word(j):
+                return tokens[j]
         return core_start
 
-    def _enforce_max(
-        self, text: str, spans: list[Span], offsets: list[tuple[int, int]], starts: list[int]
-    ) -> list[Span]:
+    def _enforce_max(self, text: str, spans: list[Span], tokens: TokenStarts) -> list[Span]:
         """Re-count every span with the real tokenizer; cut any over the window on token bounds."""
         out: list[Span] = []
         for span in spans:
-            if self._surely_fits(text, span, starts) or (
+            if self._surely_fits(text, span, tokens) or (
                 self.counter.count(text[span.start : span.end]) <= self.max_tokens
             ):
                 out.append(span)
@@ -300,10 +429,10 @@ class Chunker:
                 span.end - span.start,
                 self.max_tokens,
             )
-            out.extend(self._cut_by_tokens(text, span, offsets, starts))
+            out.extend(self._cut_by_tokens(text, span, tokens))
         return out
 
-    def _surely_fits(self, text: str, span: Span, starts: list[int]) -> bool:
+    def _surely_fits(self, text: str, span: Span, tokens: TokenStarts) -> bool:
         """True when the block's own tokenisation shows ``span`` well inside the window.
 
         A span cut at whitespace tokenises as it does inside the block (up to a token or two for
@@ -313,22 +442,20 @@ class Chunker:
         at_word_bounds = (span.start == 0 or text[span.start - 1].isspace()) and (
             span.end == len(text) or text[span.end].isspace()
         )
-        return at_word_bounds and _tokens_in(starts, span) <= self.max_tokens - _COUNT_MARGIN
+        return at_word_bounds and tokens.between(span) <= self.max_tokens - _COUNT_MARGIN
 
-    def _cut_by_tokens(
-        self, text: str, span: Span, offsets: list[tuple[int, int]], starts: list[int]
-    ) -> list[Span]:
+    def _cut_by_tokens(self, text: str, span: Span, tokens: TokenStarts) -> list[Span]:
         """Windows of ``chunk_tokens`` block tokens over ``span``, shrunk until each fits."""
-        first = bisect.bisect_left(starts, span.start)
-        last = bisect.bisect_left(starts, span.end)  # one past the span's last token
+        first = tokens.index(span.start)
+        last = tokens.index(span.end)  # one past the span's last token
         out: list[Span] = []
         i = first
         while i < last:
             n = min(self.chunk_tokens, last - i)
             while True:
                 # pieces abut (each ends where the next token starts): nothing between tokens is lost
-                end = offsets[i + n][0] if i + n < last else span.end
-                piece = Span(offsets[i][0] if i > first else span.start, end)
+                end = tokens[i + n] if i + n < last else span.end
+                piece = Span(tokens[i] if i > first else span.start, end)
                 if n == 1 or self.counter.count(text[piece.start : piece.end]) <= self.max_tokens:
                     break
                 n = max(1, n * 3 // 4)
@@ -337,11 +464,6 @@ class Chunker:
                 out.append(Span(lo, hi))
             i += n
         return out
-
-
-def _tokens_in(starts: list[int], span: Span) -> int:
-    """Block tokens that start inside ``span`` (cheap estimate of its length)."""
-    return bisect.bisect_left(starts, span.end) - bisect.bisect_left(starts, span.start)
 
 
 def _strip_bounds(text: str, start: int, end: int) -> tuple[int, int]:
