@@ -212,3 +212,18 @@ def test_a_papers_reference_list_is_left_out_of_passages_unless_asked_for(counte
         assert doc.text[c.start:c.end] == c.text
     html = Document("page", "https://example.org/", "P", doc.blocks, content_type="html")
     assert len(Chunker(counter).chunk(html)) == len(every)  # only papers have a reference list cut out
+
+
+def test_a_zero_width_space_between_paragraphs_loses_no_text(chunker: Chunker,
+                                                              caplog: pytest.LogCaptureFixture) -> None:
+    # a piece of no tokens ends one splitter piece and starts the next; the next used to be skipped whole
+    paragraphs = [f"Paragraph {i} says that worker {i} holds shard {i} of the optimizer state while the "
+                  f"others wait for bucket {i} to fill. " * 6 for i in range(12)]
+    text = "\n\n\u200b\n\n".join(p.strip() for p in paragraphs)
+    with caplog.at_level("WARNING", logger="dmlqa.index.chunk"):
+        chunks = chunker.chunk(_doc(Block(text)))
+    assert "not found" not in caplog.text
+    joined = " ".join(c.text for c in chunks)
+    for i in range(12):
+        assert f"others wait for bucket {i} to fill" in joined
+    assert all(text[c.start : c.end] == c.text for c in chunks)

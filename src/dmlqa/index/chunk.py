@@ -385,7 +385,17 @@ class Chunker:
         cursor = 0
         for piece in self._splitter.split_text(text):
             start = text.find(piece, cursor)
-            if start < 0:  # cannot happen while pieces are stripped substrings; stay safe anyway
+            if start < 0 and cores:
+                # A piece of no tokens (a lone zero-width space) counts for nothing in langchain's merge, so it
+                # can end one piece and start the next: look again from the previous core and keep what is new.
+                found = text.find(piece, cores[-1].start)
+                if found >= 0 and found + len(piece) > cursor:
+                    start, end = _strip_bounds(text, cursor, found + len(piece))
+                    if start < end:
+                        cores.append(Span(start, end))
+                    cursor = found + len(piece)
+                    continue
+            if start < 0:  # not a substring at all: cannot happen with langchain's splitter; stay safe anyway
                 log.warning("splitter returned text not found in the block; skipping %d chars", len(piece))
                 continue
             end = start + len(piece)

@@ -17,6 +17,7 @@ from dmlqa.pipeline.report import BuildOptions, ChunkResult, ExtractResult, Fetc
 from dmlqa.settings import Settings
 
 if TYPE_CHECKING:
+    from dmlqa.index.chunk import Chunker
     from dmlqa.index.embed import Encoder, VectorSource
 
 __all__ = ["LocalExecutor"]
@@ -32,6 +33,7 @@ class LocalExecutor:
         self.options = options
         self.progress = progress
         self.clock = clock
+        self._chunker: Chunker | None = None  # loaded by the first chunk() and kept for the build
 
     def __enter__(self) -> LocalExecutor:
         return self
@@ -55,10 +57,12 @@ class LocalExecutor:
         return fetched, extracted
 
     def chunk(self, documents: Sequence[Document]) -> ChunkResult:
-        s = self.settings
-        chunker = stages.load_chunker(s.embed.model, s.index.chunk_tokens, s.index.chunk_overlap,
-                                      reference_chunks=s.index.reference_chunks)
-        return stages.chunk(documents, chunker)
+        # one chunker for the whole build: its tokenizer and its memo of token counts serve every batch
+        if self._chunker is None:
+            s = self.settings
+            self._chunker = stages.load_chunker(s.embed.model, s.index.chunk_tokens, s.index.chunk_overlap,
+                                                reference_chunks=s.index.reference_chunks)
+        return stages.chunk(documents, self._chunker)
 
     def vectors(self, encoder: Encoder) -> VectorSource | None:
         return None  # the encoder the build loaded, in this process
