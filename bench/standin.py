@@ -13,6 +13,7 @@ not Python's ``hash()``, which is salted per process: a vector must not depend o
 
 from __future__ import annotations
 
+import itertools
 import re
 import sys
 import time
@@ -72,7 +73,7 @@ class StandinEncoder:
         n = len(texts)
         hashes = [self._hashes(t) for t in texts]
         lengths = np.fromiter((len(h) for h in hashes), dtype=np.int64, count=n)
-        words = np.fromiter((x for h in hashes for x in h), dtype=np.uint64, count=int(lengths.sum()))
+        words = np.fromiter(itertools.chain.from_iterable(hashes), dtype=np.uint64, count=int(lengths.sum()))
         owner = np.repeat(np.arange(n, dtype=np.int64), lengths)
         pair = owner[:-1] == owner[1:]  # neighbours within one text
         bigrams = (words[:-1][pair] * np.uint64(0x9E3779B1) + words[1:][pair] * np.uint64(0x85EBCA6B)) >> np.uint64(7)

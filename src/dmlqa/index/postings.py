@@ -114,8 +114,7 @@ class PostingsBuilder:
         vocab = self.vocab
         for text in texts:
             tokens = tokenize(text) or [EMPTY]
-            self.ids.append(np.fromiter((vocab.setdefault(t, len(vocab)) for t in tokens), dtype=np.int32,
-                                        count=len(tokens)))
+            self.ids.append(np.array([vocab.setdefault(t, len(vocab)) for t in tokens], dtype=np.int32))
             self.lengths.append(len(tokens))
 
     def build(self) -> Postings:

@@ -27,7 +27,7 @@ import sqlite3
 import threading
 import zlib
 from collections.abc import Sequence
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
@@ -193,8 +193,11 @@ class SegmentBuilder:
         if self._db is None:
             self._open()
         first, first_s = self._rows, self._sentences
-        chunks = [replace(c, row=first + i) for i, c in enumerate(chunks)]
-        sentences = [replace(x, row=first_s + i) for i, x in enumerate(sentences)]
+        # renumbered by the constructors: dataclasses.replace costs ~10 us a call, 4 % of a build at 1M
+        chunks = [ChunkRow(first + i, c.chunk_id, c.doc_id, c.text, c.page, c.section, c.start, c.end)
+                  for i, c in enumerate(chunks)]
+        sentences = [SentenceRow(first_s + i, x.doc_id, x.ordinal, x.start, x.end, x.page, x.section, x.text, x.role)
+                     for i, x in enumerate(sentences)]
         bodies, placed = _bodies(chunks, sentences)
         assert self._db is not None
         self._db.executemany("INSERT INTO chunks VALUES (?,?,?,?,?,?,?,?)",
