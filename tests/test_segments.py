@@ -18,7 +18,7 @@ from dmlqa.extract.sentences import Sentence
 from dmlqa.index.lexical import tokenize
 from dmlqa.index.postings import Postings, score
 from dmlqa.index.versions import VERSIONS, IndexVersion, dense_text, prune, publish
-from dmlqa.index.writer import MERGE_FACTOR, VersionWriter
+from dmlqa.index.writer import FORMAT, MERGE_FACTOR, VersionWriter
 from dmlqa.models import Block, Chunk, Document
 
 DIM = 16
@@ -81,6 +81,14 @@ def test_bm25_matches_bm25s_on_one_segment() -> None:
     expected.index([tokenize(t) or ["\u2205"] for t in texts], show_progress=False)
     postings = Postings.build(texts)
     from dmlqa.index.postings import Lexicon
+
+    # the common words are kept as dense tf rows, the rest as postings: both are scored here
+    assert 0 < len(postings.dense_ids) < len(postings.terms)
+    tokens = [tokenize(t) or ["\u2205"] for t in texts]
+    for term in postings.terms.tolist():
+        rows, tf = postings.term_rows(term)
+        held = {r: toks.count(term.decode()) for r, toks in enumerate(tokens) if term.decode() in toks}
+        assert dict(zip(np.asarray(rows).tolist(), np.asarray(tf).tolist(), strict=True)) == held
 
     lexicon = Lexicon.combine([(postings, np.ones(len(texts), dtype=bool))])
     for query in ("pipeline bubble schedule", "optimizer optimizer state", "ring allreduce bandwidth", "nothing"):
@@ -265,7 +273,7 @@ def test_a_version_of_another_format_or_with_a_lost_segment_is_named_damaged(tmp
     folder = tmp_path / "index" / VERSIONS / name
     meta = json.loads((folder / "meta.json").read_text())
     (folder / "meta.json").write_text(json.dumps({**meta, "format": 1}))
-    with pytest.raises(IndexDamagedError, match=r"index format 1, this dmlqa reads 2: run `dmlqa build`"):
+    with pytest.raises(IndexDamagedError, match=rf"index format 1, this dmlqa reads {FORMAT}: run `dmlqa build`"):
         IndexVersion(folder)
     (folder / "meta.json").write_text(json.dumps(meta))
     [segment] = meta["segments"]

@@ -50,7 +50,7 @@ from dmlqa.models import Chunk, CitationLink, Document
 from dmlqa.paths import VERSIONS
 
 BUILDING_PREFIX = ".building-"
-FORMAT = 2
+FORMAT = 3
 #: Passages a build writes into one segment before starting the next (bounds the build's memory).
 SEGMENT_ROWS = 250_000
 #: Segments of one size tier that trigger a merge (Lucene's segmentsPerTier).
