@@ -204,8 +204,8 @@ def read_meta(path: Path) -> dict[str, Any]:
     if not isinstance(meta, dict) or not isinstance(meta.get("version"), str):
         raise IndexDamagedError(path.name, "meta.json is not an index description (no version)")
     if meta.get("format") != FORMAT or not isinstance(meta.get("segments"), list):
-        raise IndexDamagedError(path.name, f"it is in index format {meta.get('format')}, this dmlqa reads {FORMAT}: "
-                                           "run `dmlqa build` to rebuild it")
+        # the error adds "; run `dmlqa build`" itself
+        raise IndexDamagedError(path.name, f"it is in index format {meta.get('format')}, this dmlqa reads {FORMAT}")
     return meta
 
 
