@@ -328,3 +328,24 @@ def test_dense_search_over_many_hnsw_segments_finds_what_searching_each_fully_fi
         q = np.random.default_rng(seed).normal(size=DIM).astype(np.float32)
         q /= np.linalg.norm(q)
         assert [r for r, _ in version.dense_search(q, 40)] == full(q, 40)
+
+
+def test_document_frequencies_count_live_rows_of_dense_and_sparse_terms(tmp_path: Path) -> None:
+    """Common words are dense tf rows, the rest postings; the version's df counts only live rows of both."""
+    rng = random.Random(9)
+    docs = [make_doc(i, rng, chunks=4) for i in range(60)]  # 240 rows: the WORDS are in far more than a third
+    keys = {d[0].doc_id: "k" for d in docs}
+    name, _ = write(tmp_path, docs, keys, segment_rows=240)
+    keys.update({d[0].doc_id: "changed" for d in docs[5:15]})  # 40 old rows deleted, 40 new ones added
+    name, _ = write(tmp_path, docs, keys, previous=name, segment_rows=240)
+    version = open_version(tmp_path, name)
+    assert any(len(s.postings.dense_ids) for s in version.segments) and not version.live.all()
+    rows = np.flatnonzero(version.live).tolist()
+    chunks = version.chunks(rows)
+    live_tokens = [set(tokenize(dense_text(version.docs[c.doc_id].title, c.section, c.text)))
+                   for c in (chunks[r] for r in rows)]
+    lexicon = version.lexical.lexicon
+    for term, df in zip(lexicon.terms.tolist(), lexicon.df.tolist(), strict=True):
+        word = term.decode()
+        if word != "\u2205":
+            assert df == sum(word in t for t in live_tokens), word

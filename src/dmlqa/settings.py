@@ -103,8 +103,9 @@ class IndexConfig:
     #: vectors (1 thread), so exact search stays under ~2 ms however the index grew.
     ann_threshold: int = 20_000
     #: Passages a build writes into one index segment (dmlqa.index.writer). A segment being filled keeps only
-    #: its vectors and BM25 term ids in memory (~2 KB a passage; the rest goes to its files as it arrives), and
-    #: a query searches every segment, so segments are large: 4 at a million passages.
+    #: its BM25 term ids in memory (the rest goes to its files as it arrives; its vectors are read back whole,
+    #: ~1.5 KB a passage, to build its ANN index), and a query searches every segment, so segments are large:
+    #: 4 at a million passages.
     segment_rows: int = 250_000
     #: Vectors past this count get a compressed IVF-PQ index (see dmlqa.index.ann and bench/ray_scaling.py).
     ivfpq_threshold: int = 5_000_000

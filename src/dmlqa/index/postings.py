@@ -115,8 +115,9 @@ class Postings:
             csum = np.concatenate(([0], np.cumsum(hit)))
             df = csum[np.asarray(self.indptr[1:])] - csum[np.asarray(self.indptr[:-1])]
         if len(self.dense_ids):
+            dense = np.asarray(self.dense_tf)
             df = df.copy()
-            df[np.asarray(self.dense_ids)] = (np.asarray(self.dense_tf)[:, live] > 0).sum(axis=1)
+            df[np.asarray(self.dense_ids)] = ((dense if live.all() else dense[:, live]) > 0).sum(axis=1)
         return df
 
     def term_rows(self, term: bytes) -> tuple[np.ndarray, np.ndarray]:

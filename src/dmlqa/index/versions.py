@@ -464,17 +464,17 @@ class IndexVersion:
             return []
         total = sum(p[3] for p in parts)
         found: list[tuple[np.ndarray, np.ndarray]] = []
-        probes: list[int] = []
+        cut_short: list[bool] = []  # asked for fewer than n, and returned all it was asked for
         for seg, lo, mask, count in parts:
             k = n if seg.index_type != "hnsw" else min(n, max(PROBE_MIN, math.ceil(PROBE_SHARE * n * count / total)))
             local, sc = seg.search(q, k, mask, ef=PROBE_EF if k < n else None)
             found.append((local + lo, sc))
-            probes.append(k if k < min(n, count) and len(local) == k else 0)
+            cut_short.append(k < min(n, count) and len(local) == k)
         scores = np.concatenate([sc for _, sc in found])
-        if len(scores) >= n and any(probes):
+        if len(scores) >= n and any(cut_short):
             nth = float(-np.partition(-scores, n - 1)[n - 1])
             for i, (seg, lo, mask, _count) in enumerate(parts):
-                if probes[i] and float(found[i][1][-1]) >= nth:  # its share was all above the bar: look further
+                if cut_short[i] and float(found[i][1][-1]) >= nth:  # its share was all above the bar: look further
                     local, sc = seg.search(q, n, mask)
                     found[i] = (local + lo, sc)
         all_rows = np.concatenate([r for r, _ in found])
