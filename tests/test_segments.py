@@ -287,8 +287,14 @@ def test_top_k_on_tied_scores_matches_a_full_sort() -> None:
     from dmlqa.index.segments import _top, top_k
 
     rng = np.random.default_rng(7)
-    for n, k in ((1, 5), (50, 10), (5000, 100), (20000, 100)):
-        scores = np.where(rng.random(n) < 0.3, rng.integers(1, 40, n) / np.float32(8), 0).astype(np.float32)
+    # past SAMPLE_ABOVE rows the cut is guessed from a sample: rows mostly scored (a common query word), a few
+    # scored (the sample sees none: the positive rows are taken instead), and the best rows all between samples
+    cases = [(1, 5, 0.3), (50, 10, 0.3), (5000, 100, 0.3), (20000, 100, 0.3), (300_000, 100, 0.97),
+             (300_000, 100, 0.0004), (300_000, 1, 0.5), (300_000, 1000, 0.3)]
+    for n, k, share in cases:
+        scores = np.where(rng.random(n) < share, rng.integers(1, 40, n) / np.float32(8), 0).astype(np.float32)
+        if share == 0.5:  # the best rows where the stride never looks
+            scores[1::32] = 9.0
         got = top_k(scores, k)
         want = np.sort(scores[scores > 0])[::-1][:k]
         assert np.array_equal(scores[got], want)

@@ -493,11 +493,31 @@ def _top(scores: np.ndarray, k: int, allowed: np.ndarray | None) -> tuple[np.nda
     return order.astype(np.int64), -neg[order]
 
 
+#: ``top_k`` over more rows than this first guesses a cut from every ``SAMPLE_STRIDE``-th score.
+SAMPLE_ABOVE = 1 << 16
+SAMPLE_STRIDE = 32
+
+
 def top_k(scores: np.ndarray, k: int) -> np.ndarray:
     """Positions of the ``k`` highest ``scores`` with a positive score, best first (argpartition: no full sort).
 
-    Only the positive scores are partitioned: a query's terms touch a fraction of the rows."""
+    Only scores at or above a cut are partitioned. A query with a very common word scores nearly every row,
+    so "the positive ones" can be all of a million; the cut is instead the ``2k/stride``-th best of a strided
+    sample, which about ``2k`` rows reach, and when fewer than ``k`` reach it (the best rows sit between the
+    samples) the positive scores are taken as before. At 1M rows: 1.5 ms instead of 8.
+    """
     scores = np.asarray(scores)
+    if k <= 0:
+        return np.zeros(0, dtype=np.int64)
+    if len(scores) > SAMPLE_ABOVE:
+        sample = scores[::SAMPLE_STRIDE]
+        j = min(len(sample), 2 * (k // SAMPLE_STRIDE) + 2)
+        cut = float(np.partition(sample, len(sample) - j)[len(sample) - j])
+        if cut > 0:
+            hit = np.flatnonzero(scores >= cut)
+            if len(hit) >= k:
+                order, _values = _top(scores[hit], k, None)
+                return hit[order]
     hit = np.flatnonzero(scores > 0)
     order, _values = _top(scores[hit], k, None)
     return hit[order]
