@@ -1,82 +1,77 @@
-"""Benchmark: exact (flat) vs approximate (HNSW) FAISS indexes by size, to pick `ann_threshold`.
+"""Benchmark: the HNSW graph of a large segment, build cost against recall, on a home's real vectors.
 
-Vectors are realistic rather than uniform noise: the snapshot home's real chunk vectors (if a
-built home is given) are used as cluster centres and perturbed, then normalised, so neighbours
-have the structure of real text embeddings. Queries are held-out perturbed vectors.
+Segments past ``ann_threshold`` rows keep an 8-bit scalar-quantised HNSW graph (``dmlqa.index.segments``);
+its ``efConstruction`` sets what a build pays per vector and how good the graph is. This measures both on
+every vector in a built home's embedding cache (passages and quotable sentences of the real encoder), with
+300 of them held out as queries and exact inner-product search as the truth.
 
-    .venv/bin/python bench/ann_index.py --home /tmp/dmlqa-bench-home --sizes 20000 100000 200000
+    .venv/bin/python bench/ann_index.py --home /tmp/snaphome [--ef-construction 80 48 40] [--save]
 
-Reports per size and index type: build seconds, index MiB, query latency p50/p95 (one query at a
-time, as search does), and recall@10 of HNSW against the exact answer. Writes
-bench/results/ann_index.json.
+Prints, per efConstruction: CPU µs to add a vector (one thread) and recall@10 at efSearch 128, 96, 80 and 64
+(the version's first probe of each segment uses 64); ``--save`` writes ``bench/results/ann_index.json``.
 """
 
 from __future__ import annotations
 
 import argparse
 import json
+import sqlite3
 import time
 from pathlib import Path
 
 import numpy as np
 
-from dmlqa.index.versions import build_faiss, open_current
-from dmlqa.query.evaluate import percentile
+from dmlqa.index.segments import HNSW_M
 
 ROOT = Path(__file__).resolve().parents[1]
+EF_SEARCH = (128, 96, 80, 64)
 
 
-def vectors(home: Path | None, n: int, dim: int = 384, seed: int = 0) -> np.ndarray:
-    rng = np.random.default_rng(seed)
-    if home is not None:
-        v = open_current(home / "index")
-        centres = v.vectors(list(range(v.size)))
-    else:
-        centres = rng.normal(size=(2000, dim)).astype(np.float32)
-        centres /= np.linalg.norm(centres, axis=1, keepdims=True)
-    out = centres[rng.integers(0, len(centres), n)] + rng.normal(scale=0.03, size=(n, dim)).astype(np.float32)
-    return (out / np.linalg.norm(out, axis=1, keepdims=True)).astype(np.float32)
+def cached_vectors(home: Path) -> np.ndarray:
+    db = sqlite3.connect(f"file:{home / 'index' / 'cache' / 'embeddings.sqlite'}?mode=ro", uri=True)
+    rows = db.execute("SELECT vector FROM embeddings").fetchall()
+    if not rows:
+        raise SystemExit(f"error: {home} has no cached vectors: build it first (dmlqa build --home {home})")
+    return np.stack([np.frombuffer(blob, dtype=np.float32) for (blob,) in rows])
+
+
+def measure(x: np.ndarray, queries: np.ndarray, ef_construction: int) -> dict:
+    import faiss
+
+    faiss.omp_set_num_threads(1)
+    flat = faiss.IndexFlatIP(x.shape[1])
+    flat.add(x)
+    _, truth = flat.search(queries, 10)
+    index = faiss.IndexHNSWSQ(x.shape[1], faiss.ScalarQuantizer.QT_8bit, HNSW_M, faiss.METRIC_INNER_PRODUCT)
+    index.hnsw.efConstruction = ef_construction
+    index.train(x)
+    c = time.process_time()
+    index.add(x)
+    add_s = time.process_time() - c
+    recall = {}
+    for ef in EF_SEARCH:
+        index.hnsw.efSearch = ef
+        _, got = index.search(queries, 10)
+        recall[str(ef)] = round(float(np.mean([len(set(a) & set(b)) / 10 for a, b in zip(got, truth, strict=True)])), 4)
+    return {"ef_construction": ef_construction, "add_us_per_vector": round(add_s / len(x) * 1e6, 1),
+            "recall_at_10_by_ef_search": recall}
 
 
 def main() -> None:
-    import faiss
-
-    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    ap.add_argument("--home", type=Path, default=None)
-    ap.add_argument("--sizes", type=int, nargs="+", default=[20_000, 100_000, 200_000])
-    ap.add_argument("--queries", type=int, default=200)
+    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    ap.add_argument("--home", type=Path, required=True)
+    ap.add_argument("--ef-construction", type=int, nargs="+", default=[80, 48, 40])
+    ap.add_argument("--save", action="store_true")
     args = ap.parse_args()
-    results = []
-    for n in args.sizes:
-        data = vectors(args.home, n + args.queries, seed=n)
-        base, queries = data[:n], data[n:]
-        truth = None
-        for kind in ("flat", "hnsw"):
-            faiss.omp_set_num_threads(2)  # building uses both cores; queries below use one, as search does
-            t0 = time.perf_counter()
-            index = build_faiss(base, kind)
-            build_s = time.perf_counter() - t0
-            faiss.omp_set_num_threads(1)
-            times, found = [], []
-            for q in queries:
-                t1 = time.perf_counter()
-                _, ids = index.search(q[None, :], 10)
-                times.append((time.perf_counter() - t1) * 1000)
-                found.append(ids[0])
-            if kind == "flat":
-                truth = found
-                recall = 1.0
-            else:
-                recall = float(np.mean([len(set(a) & set(b)) / 10 for a, b in zip(found, truth, strict=True)]))
-            size_mib = len(faiss.serialize_index(index)) / 2**20
-            row = {"vectors": n, "index": kind, "build_s": round(build_s, 2), "size_mib": round(size_mib, 1),
-                   "p50_ms": round(percentile(times, 50), 3), "p95_ms": round(percentile(times, 95), 3),
-                   "recall@10": round(recall, 4)}
-            results.append(row)
-            print(json.dumps(row), flush=True)
-    out = ROOT / "bench" / "results"
-    out.mkdir(parents=True, exist_ok=True)
-    (out / "ann_index.json").write_text(json.dumps(results, indent=2) + "\n")
+    vectors = cached_vectors(args.home)
+    order = np.random.default_rng(0).permutation(len(vectors))
+    queries, x = vectors[order[:300]], np.ascontiguousarray(vectors[order[300:]])
+    results = [measure(x, queries, efc) for efc in args.ef_construction]
+    out = {"vectors": len(x), "queries": len(queries), "M": HNSW_M, "quantizer": "SQ8", "results": results,
+           "date": time.strftime("%Y-%m-%d")}
+    print(json.dumps(out, indent=1))
+    if args.save:
+        (ROOT / "bench" / "results" / "ann_index.json").write_text(json.dumps(out, indent=1) + "\n", encoding="utf-8")
 
 
 if __name__ == "__main__":
