@@ -48,6 +48,10 @@ PASSAGES = {
     "https://docs.ray.io/en/latest/cluster": ("Ray Clusters Overview", [
         "Ray runs on a cluster of machines; a head node schedules tasks onto worker nodes.",
     ]),
+    "https://github.com/exo-explore/exo": ("exo", [
+        "To enable RDMA on macOS, hold the power button, select Options to enter Recovery mode and open the "
+        "Terminal.",
+    ]),
     "https://papers.nips.cc/paper/4687": ("Large Scale Distributed Deep Networks", [
         "Jeffrey Dean, Greg Corrado and Rajat Monga describe Downpour SGD and Sandblaster L-BFGS.",
     ]),
@@ -127,6 +131,8 @@ def test_a_word_common_in_the_index_is_a_concept_not_a_name() -> None:
     "What does ZeRO-3 shard compared with ZeRO-1?",
     "Is Megatron-style tensor parallelism used in FlexFlow?",  # a name with an English word hyphenated on
     "How do the Ray head node and its workers split tasks?",
+    # a common word the passage writes as a name ("enter Recovery mode"), beside a name it holds
+    "What command enables RDMA from macOS Recovery mode?",
 ])
 def test_names_the_index_holds_are_not_refused(version: IndexVersion, question: str) -> None:
     assert names(version, question) == []

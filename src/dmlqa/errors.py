@@ -31,6 +31,7 @@ report, so one bad resource never stops a build::
     ├── EmptyQueryError             a question or search query is empty (or only white space)
     ├── TextTooLongError            a question, query or target is longer than its limit (dmlqa.query.limits)
     ├── UnknownTargetError          ``remove`` names no local document or catalog entry
+    ├── SelectorModelError          the answer selector's weights file is unreadable or for other features
     └── LLMError                    the LLM endpoint could not produce an answer
 
 Outside the tree, like ``KeyboardInterrupt`` (a stop asked for, not a failure): :class:`Interrupted`,

@@ -45,6 +45,7 @@ from dmlqa.index.segments import (
     HNSW_M,
     ChunkRow,
     Segment,
+    SentencePlace,
     SentenceRow,
     fsync_path,
     short_error,
@@ -56,9 +57,9 @@ from dmlqa.paths import CURRENT, VERSIONS
 
 __all__ = [
     "BUILDING_PREFIX", "CURRENT", "FORMAT", "HNSW_EF_SEARCH", "HNSW_M", "VERSIONS", "ChunkRecord", "DocRecord",
-    "IndexVersion", "SentenceRecord", "check_version", "choose_index_type", "current_version", "dense_text",
-    "list_versions", "new_version_name", "open_current", "prune", "publish", "read_meta", "remove_version",
-    "write_version",
+    "IndexVersion", "SentencePlace", "SentenceRecord", "check_version", "choose_index_type", "current_version",
+    "dense_text", "list_versions", "new_version_name", "open_current", "prune", "publish", "read_meta",
+    "remove_version", "write_version",
 ]
 
 #: A first look into each HNSW segment (see :meth:`IndexVersion.dense_search`): this many times its share
@@ -397,13 +398,14 @@ class IndexVersion:
         """A bool per row: live and owned by a document ``doc_mask`` keeps (one gather, no Python loop)."""
         return np.append(doc_mask, False)[self.row_doc]
 
-    def _locate(self, rows: Iterable[int]) -> dict[int, list[tuple[int, int]]]:
-        """Global rows grouped by segment as (global, local) pairs."""
+    def _locate(self, rows: Iterable[int], offsets: np.ndarray | None = None) -> dict[int, list[tuple[int, int]]]:
+        """Global rows (of passages, or of sentences with their offsets) by segment as (global, local) pairs."""
+        offsets = self.offsets if offsets is None else offsets
         rows = np.asarray(list(rows), dtype=np.int64)
-        seg = np.searchsorted(self.offsets, rows, side="right") - 1
+        seg = np.searchsorted(offsets, rows, side="right") - 1
         out: dict[int, list[tuple[int, int]]] = {}
         for r, s in zip(rows.tolist(), seg.tolist(), strict=True):
-            out.setdefault(s, []).append((r, r - int(self.offsets[s])))
+            out.setdefault(s, []).append((r, r - int(offsets[s])))
         return out
 
     def chunks(self, rows: Iterable[int]) -> dict[int, ChunkRecord]:
@@ -510,8 +512,52 @@ class IndexVersion:
         r = self.segments[place[0]].sentence_by_ordinal(doc_id, place[3], place[4], ordinal)
         return self._sentence(place[0], r) if r else None
 
+    def sentence_rows(self, doc_id: str) -> range:
+        """A document's sentence rows: contiguous, in the order of the document (a build stores its quotable
+        sentences by ordinal), so row ``r - 1`` is the stored sentence before ``r``."""
+        place = self._placement.get(doc_id)
+        first = int(self.sentence_offsets[place[0]]) + place[3] if place else 0
+        return range(first, first + place[4]) if place else range(0)
+
+    def sentence_places(self, rows: Iterable[int]) -> dict[int, SentencePlace]:
+        """Some sentences by row, without their texts (rows and chunks counted across the version): an answer
+        ranks them by vector (:meth:`sentence_cosines`), then reads the few it keeps (:meth:`sentence_texts`)."""
+        out: dict[int, SentencePlace] = {}
+        for s, pairs in self._locate(rows, self.sentence_offsets).items():
+            base, chunk_base = int(self.sentence_offsets[s]), int(self.offsets[s])
+            got = self.segments[s].sentence_places([local for _, local in pairs], row_base=base, chunk_base=chunk_base)
+            out.update((p.row, p) for p in got)
+        return out
+
+    def sentence_places_in(self, doc_id: str, start: int, end: int) -> list[SentencePlace]:
+        """The stored sentences of a document that overlap ``[start, end)``, without their texts, in order."""
+        if (place := self._placement.get(doc_id)) is None:
+            return []
+        s, base, chunk_base = place[0], int(self.sentence_offsets[place[0]]), int(self.offsets[place[0]])
+        return self.segments[s].sentence_places_in(place[3], place[4], start, end, row_base=base, chunk_base=chunk_base)
+
+    def sentence_texts(self, places: Iterable[SentencePlace]) -> dict[int, str]:
+        """The texts of some sentences (:meth:`sentence_places`) by row; only the passages holding them are read."""
+        places = list(places)
+        bodies: dict[int, list[str]] = {}
+        for s, pairs in self._locate(p.chunk for p in places).items():
+            off = int(self.offsets[s])
+            for local, texts in self.segments[s].chunk_sentence_texts([local for _, local in pairs]).items():
+                bodies[off + local] = texts
+        return {p.row: bodies[p.chunk][p.pos] for p in places}
+
     def sentence_vectors(self, rows: Sequence[int]) -> np.ndarray:
         return self._gather(rows, self.sentence_offsets, lambda seg, local: seg.sentence_vectors(local))
+
+    def sentence_cosines(self, rows: Sequence[int], q: np.ndarray) -> np.ndarray:
+        """``sentence_vectors(rows) @ q`` computed on the stored codes (:meth:`Segment.sentence_cosines`)."""
+        rows = np.asarray(rows, dtype=np.int64)
+        out = np.zeros(len(rows), dtype=np.float32)
+        seg = np.searchsorted(self.sentence_offsets, rows, side="right") - 1
+        for s in np.unique(seg).tolist():
+            pick = np.flatnonzero(seg == s)
+            out[pick] = self.segments[s].sentence_cosines(rows[pick] - int(self.sentence_offsets[s]), q)
+        return out
 
     def _gather(self, rows: Iterable[int], offsets: np.ndarray,
                 read: Callable[[Segment, np.ndarray], np.ndarray]) -> np.ndarray:

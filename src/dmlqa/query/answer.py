@@ -1,11 +1,11 @@
 """Answering: retrieve passages, then write a short cited answer (LLM or extractive).
 
-The extractive answerer is the offline default: it picks the 2–5 sentences of the retrieved
-passages that best answer the question (semantic similarity to the question plus overlap of its
-salient terms, redundancy removed), keeps them in reading order and cites each one. When the
-evidence is too weak it says that the knowledge base has nothing on the question and lists the
-nearest sources instead. When an LLM is configured it writes the answer from the same passages;
-if it fails, the extractive answer is returned with a notice saying why.
+The extractive answerer is the offline default: it quotes the few sentences a learned selector
+rates most likely to state the answer, best first (:mod:`dmlqa.query.extractive`), and cites each
+one. When the best is rated under the selector's learned cut it says that the knowledge base has
+nothing on the question and lists the nearest sources instead. When an LLM is configured it writes
+the answer from the same passages; if it fails, the extractive answer is returned with a notice
+saying why.
 """
 
 from __future__ import annotations
@@ -15,8 +15,6 @@ import time
 import unicodedata
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field, replace
-
-import numpy as np
 
 from dmlqa.index.lexical import tokenize
 from dmlqa.index.versions import IndexVersion
@@ -29,11 +27,6 @@ from dmlqa.settings import Settings
 
 #: The extractive refusal opens with the phrase the citation check reads as a refusal in an LLM answer.
 REFUSAL = REFUSAL_PREFIX + "."
-
-# Calibrated on the development questions (bench/eval_answers.py): off-topic questions score a
-# best-sentence similarity of at most 0.30, answerable ones at least 0.38. Below this the answer is
-# refused (a question naming something no document mentions is refused before: dmlqa.query.names).
-MIN_EVIDENCE = 0.35
 
 
 @dataclass(frozen=True)
@@ -104,48 +97,37 @@ def extractive_answer(
 ) -> tuple[str, list[Citation], bool, list[str]]:
     """(answer text, citations, refused, flags): see :mod:`dmlqa.query.extractive`.
 
-    ``version`` is the one ``hits`` were retrieved from: their sentences and vectors come from it
-    (embedded at build time); versions built before that split the passages and embed their
-    sentences here. ``previous`` is the question a follow-up leans on: its terms still retrieve,
-    but the answer is about what is new.
+    ``version`` is the one ``hits`` were retrieved from: candidate sentences and their vectors come
+    from it. ``previous`` is the question a follow-up leans on: its terms still retrieve, but the
+    answer is about what is new. The answer is refused when the best sentence scores under the
+    selector's learned threshold (a question naming something no document mentions never gets
+    here: :meth:`Asker.stream` refuses it first, see :mod:`dmlqa.query.names`).
     """
-    from dmlqa.query.extractive import choose, compose, passage_candidates, question_parts, stored_candidates
+    from dmlqa.query.extractive import choose, compose, gather
+    from dmlqa.query.selector import default_selector
 
-    qvec = searcher.embed_query(question, version)  # memory-cached by the search; never stored
-    if version.has_sentences:
-        cands = stored_candidates(version, hits)
-        vectors = version.sentence_vectors([c.row for c in cands])
-
-        def neighbour(c, step):  # noqa: ANN001, ANN202
-            s = version.sentence_by_ordinal(c.doc_id, c.ordinal + step)
-            return None if s is None else type(c)(c.hit, s.doc_id, s.ordinal, s.text, s.role, s.page, s.row)
-    else:
-        cands = passage_candidates(hits)
-        encoder = searcher.encoder_for(version)
-        vectors = encoder.encode([c.text for c in cands], batch_size=16) if cands else np.zeros((0, len(qvec)))
-        by_key = {(c.doc_id, c.ordinal): c for c in cands}
-
-        def neighbour(c, step):  # noqa: ANN001, ANN202
-            return by_key.get((c.doc_id, c.ordinal + step))
-    exclude: set[str] = set()
-    if previous:
-        # Score against the whole follow-up ("ZeRO stages ... what about stage 3"), but count as
-        # covered only what is new in it, and never quote again what the last answer quoted.
-        exclude = set(tokenize(previous)) - set(tokenize(question))
-        qvec = searcher.embed_query(f"{previous} {question}", version)
-    # A question asking two things gets the best sentence for each. An ask alone ("how was that
-    # fixed") has lost its topic, so its vector is the mean of its own and the whole question's.
-    aspects = []
-    for part in question_parts(question)[1:]:
-        pvec = qvec + searcher.embed_query(part, version)
-        aspects.append((part, pvec / (np.linalg.norm(pvec) or 1.0)))
-    choice = choose(f"{previous} {question}" if previous else question, qvec, cands, vectors,
-                    neighbour=neighbour, exclude_terms=exclude, avoid=avoid, max_sentences=options.max_sentences,
-                    aspects=aspects)
-    if not choice.candidates or choice.best_similarity < MIN_EVIDENCE:
+    selector = default_selector()
+    pool = gather(searcher, version, question, hits, options, previous=previous)
+    scores = selector.scores(pool.features)
+    chosen = choose(question, pool.candidates, scores, neighbour=pool.neighbour, add_above=selector.add_above,
+                    avoid=avoid, max_sentences=options.max_sentences, max_words=selector.max_words,
+                    read_on=selector.read_on)
+    if not chosen or float(scores.max()) < selector.refuse_below:
         return REFUSAL, [], True, []
-    body, citations = compose(choice.candidates, hits, question=question)
+    body, citations = compose(chosen, pool.sources, question=question)
     return body, citations, False, []
+
+
+def llm_context(searcher: Searcher, version: IndexVersion, question: str, hits: Sequence[Hit],
+                options: AskOptions, *, previous: str | None = None) -> list[Hit]:
+    """The sources an LLM answers from: the candidates the extractive answer ranks, best first
+    (:func:`dmlqa.query.extractive.llm_sources`); the retrieved passages when there are none."""
+    from dmlqa.query.extractive import gather, llm_sources
+    from dmlqa.query.selector import default_selector
+
+    pool = gather(searcher, version, question, hits, options, previous=previous)
+    scores = default_selector().scores(pool.features)
+    return llm_sources(pool, scores, max_sources=options.passages) or list(hits)
 
 
 _FOLLOW_UP = re.compile(r"^\W*(?:(?:and|but|so)\s+)?(?:what|how)\s+(?:about|of|so)\b|^\W*(?:and|also|then|so|"
@@ -270,19 +252,24 @@ class Asker:
         if self.llm is None or not options.use_llm or not hits:
             answer = extractive()
             return AskStream(iter([answer.answer]), lambda: answer)
-        return self._llm_stream(text, hits, notices, extractive, t0, undated)
+        context_hits = llm_context(self.searcher, version, text, hits, options, previous=context)
+        return self._llm_stream(text, hits, notices, extractive, t0, undated, context_hits)
 
-    def _llm_stream(self, text, hits, notices, extractive, t0, undated: int = 0) -> AskStream:  # noqa: ANN001
+    def _llm_stream(self, text, hits, notices, extractive, t0, undated: int = 0,  # noqa: ANN001
+                    sources: Sequence[Hit] = ()) -> AskStream:
+        """The LLM's answer from ``sources`` (its context, :func:`llm_context`; the retrieved ``hits``
+        when empty), its citations checked against the same texts."""
         from dmlqa.query.citations import check_citations
         from dmlqa.query.llm import LLMError
 
         box: dict[str, Answer] = {}
         llm = self.llm
+        context = list(sources) or list(hits)
 
         def gen() -> Iterator[str]:
             pieces: list[str] = []
             try:
-                for delta in llm.stream(text, hits):
+                for delta in llm.stream(text, context):
                     pieces.append(delta)
                     yield delta
             except LLMError as exc:
@@ -290,7 +277,7 @@ class Asker:
                 box["answer"] = fallback
                 yield "\n\n[" + (fallback.notice or "") + "]\n" + fallback.answer
                 return
-            checked = check_citations("".join(pieces), hits)
+            checked = check_citations("".join(pieces), context)
             box["answer"] = Answer(
                 question=text, answer=checked.text, citations=checked.citations, backend=llm.name,
                 refused=checked.refused, retrieved=tuple(hits), seconds=time.perf_counter() - t0,

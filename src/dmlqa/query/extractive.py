@@ -1,29 +1,30 @@
-"""The extractive answer: the few whole sentences of the retrieved passages that state the answer.
+"""The extractive answer: the few whole sentences of the knowledge base that state the answer.
 
-Retrieval usually finds the evidence; the hard part is quoting the sentence that *says* it rather
-than one that merely sounds like the question. Each candidate sentence (whole, from the document,
-never cut at a chunk boundary; see :mod:`dmlqa.extract.sentences`) is scored by
+Three steps, each its own function:
 
-* its similarity to the question (vectors stored with the index version: nothing is embedded here),
-* the share of the question's salient terms it contains, weighted by how rare each term is among
-  the candidates (a term every passage has says little; the one naming the asked-for thing says most),
-* whether it holds the *kind* of answer asked for: a number or size for "how many / how much / what
-  rate", a flag or setting for "which option", a year for "when", a name for "which project/paper",
-* a small prior for the passage's retrieval rank.
+1. :func:`gather`: candidate sentences. The sentences of the retrieved passages, and (so that the
+   evidence is reachable when its passage ranks low) the best few dozen sentences of the top
+   documents by dense cosine (the stored sentence vectors) and by BM25 over those sentences.
+2. :attr:`Pool.features` describes each (:mod:`dmlqa.query.features`) and the learned
+   :mod:`dmlqa.query.selector` (fitted on ``bench/train/``) gives the probability that it states
+   the answer; the best one's probability decides refusal (:func:`dmlqa.query.answer.extractive_answer`).
+3. :func:`choose`: the answer leads with the best sentence; further ones follow while the model
+   rates them above its learned cut and the answer stays short. What is left as rules is about
+   *reading*, not relevance: no heading, caption or legend is quoted; a sentence leaning on the
+   one before ("It uses ...") comes with it or not at all; a sentence announcing a list, code or a
+   table comes with it; a table row comes with its header row.
 
-The best sentence comes first; a sentence that leans on the one before ("This reduces ...") brings
-it along, and one that announces a list brings the list. Further sentences are added only while
-they are nearly as good and add terms of the question not yet covered — short beats padded. The
-source's own reference markers ([12], [3, 14]) are removed from the quoted text, so the only
-bracketed numbers in an answer are its own citations; sentences from one document page share one.
+Sentences are whole, from the document (never cut at a chunk boundary; see
+:mod:`dmlqa.extract.sentences`); the source's reference markers are removed from the quoted text,
+so the only bracketed numbers in an answer are its own citations, one per document page.
 """
 
 from __future__ import annotations
 
-import math
+import bisect
 import re
-from collections.abc import Callable, Sequence
-from dataclasses import dataclass
+from collections.abc import Callable, Iterable, Sequence
+from dataclasses import dataclass, replace
 
 import numpy as np
 
@@ -33,33 +34,41 @@ from dmlqa.extract.sentences import (
     ROW,
     SNIPPET,
     for_answer,
-    leans_back,
     leans_forward,
     marker_subject,
     split_document,
 )
 from dmlqa.index.lexical import tokenize
+from dmlqa.index.versions import SentencePlace
 from dmlqa.models import Citation, Hit
+from dmlqa.query.features import (
+    Place,
+    QuestionFacts,
+    bm25,
+    feature_matrix,
+    furniture,
+    leans,
+    question_facts,
+    standalone,
+)
 
-#: Word budget of an answer: no sentence is added past it (the best sentence is always kept), and
-#: none after MIN_WORDS are reached.
-MAX_WORDS = 100
-MIN_WORDS = 70
-#: A further sentence must score at least this close to the best one.
-MARGIN = 0.6
-#: Further sentences must add a question term not yet covered; the best one brings its successor.
-NEW_TERMS = False
-FOLLOW = True
-FOLLOW_ALWAYS = True
-#: The best sentence's successor may take the answer up to this many words (past MAX_WORDS).
-FOLLOW_MAX_WORDS = 120
-W_SIM, W_TERMS, W_KIND, W_PRIOR = 1.0, 0.8, 0.3, 0.3
+#: Word budget of an answer when none is given: a further sentence is added only while the answer stays
+#: within it (the best sentence's block is always kept). The shipped selector carries the budget chosen
+#: with it by cross-validation (:attr:`dmlqa.query.selector.Selector.max_words`).
+MAX_WORDS = 90
+#: Documents whose sentences are searched besides the retrieved passages', and how many of their
+#: sentences each of dense cosine and BM25 brings in.
+POOL_DOCS = 20
+POOL_PER_MEASURE = 30
+#: BM25 scores only the retrieved passages' sentences and this many more, the nearest by cosine: their texts
+#: are read and tokenised, the rest of the 4,000+ only ranked by vector. Refit on bench/train, 400 rather than
+#: 200 stated a key term for 3 more of 466 questions (0.738 / 0.732, folds spread 0.66-0.78) for ~10 ms more CPU.
+POOL_LEXICAL = 200
+#: A sentence the previous answer quoted goes last only when a new one scores at least this share of it:
+#: a follow-up whose answer the last answer already held gets it again rather than a poor new sentence.
+AVOID_RATIO = 0.5
 #: How far back a chain of sentences leaning on their predecessors is followed.
 LEAN_BACK_STEPS = 2
-#: Fill the room left under MAX_WORDS with the sentences after the best one.
-READ_ON = True
-#: Score taken off a sentence the previous answer already quoted (follow-ups).
-AVOIDED = 1.0
 #: How far back from a table row its header row is looked for.
 HEADER_STEPS = 12
 #: A sentence that points at a table: the table's best-matching row is quoted with it.
@@ -68,116 +77,226 @@ _REFERS_TABLE = re.compile(r"\bTable\s+[\dIVX]+\b|\b(?:the )?(?:following|below)
 
 @dataclass(frozen=True)
 class Candidate:
-    """A quotable sentence near a retrieved passage."""
+    """A quotable sentence of a document near the question."""
 
-    hit: int  # index into the hits (the passage that brought it)
+    hit: int | None  # index into the hits of the passage holding it; None: found by the sentence index
     doc_id: str
     ordinal: int  # position in its document (neighbours are ordinal ± 1)
     text: str  # verbatim (whitespace collapsed): what the citation quotes
     role: str
     page: int | None
     row: int | None = None  # its row in the version's sentence vectors, when stored
+    section: str | None = None
 
 
-# -- what the question asks for ---------------------------------------------------------------------
+@dataclass
+class Pool:
+    """The candidates of a question with what their features are computed from, and the sources a
+    citation of each names. Kept apart from the scores so that a refit (bench/train_selector.py) can
+    cache pools and recompute features and scores without retrieving again."""
 
-_ASKS_NUMBER = re.compile(r"\bhow (?:many|much|large|big|long|fast|often|small)\b|\bwhat (?:\w+ )?(?:percentage|"
-                          r"fraction|ratio|rate|size|number|speed ?up|throughput|utili[sz]ation|bit.?width|"
-                          r"precision|value|limit|threshold|memory|bandwidth|latency)\b|\bdefault\b|\bby how\b|"
-                          r"\bhow \w+ (?:is|are|was|were|does|do)\b.*\b(?:size|memory|buffer|speed)\b", re.I)
-_ASKS_NUMBER_MORE = re.compile(r"\bwhat (?:[\w-]+ ){0,2}(?:percentage|fraction|ratio|rate|size|number|speed ?up|"
-                               r"throughput|utili[sz]ation|bit.?width|precision|value|limit|threshold|memory|"
-                               r"bandwidth|latency|version|release)\b|\b(?:which|what) (?:[\w-]+ ){0,2}"
-                               r"(?:version|release)s?\b", re.I)
-_ASKS_FLAG = re.compile(r"\b(?:flag|option|argument|environment variable|env var|setting|config\w*|parameter "
-                        r"name|command|api|function|call|class|method|knob)\b|\bhow (?:do|can|should|would) "
-                        r"(?:I|we|you)\b|\bwhat (?:must|should|do|can) (?:I|we|you) (?:set|configure|use|call|wrap|"
-                        r"pass|run|change)\b|\b(?:script|file|module|decorator|wrapper|variable)s?\b", re.I)
-#: "When running X, what ..." does not ask for a date: only a question opening with "when did/was ..." does.
-_ASKS_YEAR = re.compile(r"^\W*when (?:did|was|were|is|will|has|have)\b|\b(?:what|which|in which) year\b|"
-                        r"\bsince when\b", re.I)
-_ASKS_NAME = re.compile(r"\b(?:which|what) (?:[\w-]+ ){0,3}(?:projects?|papers?|works?|librar(?:y|ies)|"
-                        r"frameworks?|systems?|tools?|packages?|approach(?:es)?|techniques?|methods?|models?|"
-                        r"algorithms?|compan(?:y|ies)|teams?|groups?|labs?|organi[sz]ations?|institutions?|"
-                        r"universit(?:y|ies)|reports?|hardware|strateg(?:y|ies)|class(?:es)?)\b|\bwho\b|"
-                        r"\bwhat is (?:it )?called\b|\bname of\b|\bwhere did\b.*\bcome from\b|"
-                        r"\boriginally\b", re.I)
+    candidates: list[Candidate]
+    places: list[Place]
+    cosines: np.ndarray  # sentence-question cosine per candidate (stored sentence vectors)
+    facts: QuestionFacts
+    sources: list[Hit]  # the retrieved hits, then one hit per further document a candidate comes from
+    neighbour: Callable[[Candidate, int], Candidate | None]
+    tokens: list[list[str]] | None = None  # each candidate's BM25 tokens, when gathering made them
+    _features: np.ndarray | None = None
 
-_HAS_NUMBER = re.compile(r"\d+(?:[.,]\d+)?\s*(?:%|x\b|×|MB|GB|KB|TB|MiB|GiB|bits?|bytes?|ms|s\b|seconds?|"
-                         r"minutes?|hours?|GPUs?|nodes?|billion|million|trillion|B\b|M\b)|\b\d+(?:\.\d+)?\b|"
-                         r"\b[A-Za-z]+\d+[A-Za-z]*\b", re.I)  # digits inside a token: INT4, FP8, V100
-_HAS_FLAG = re.compile(r"(?:^|\s)--?[a-z][\w-]+|\b[a-z]+_[a-z_]+\b|\b[A-Z]{2,}_[A-Z_]+\b|`[^`]+`|\w+\.\w+\(|"
-                       r"\b[a-z]+[A-Z]\w+\b")
-_HAS_YEAR = re.compile(r"\b(?:19|20)\d\d\b")
-_HAS_NAME = re.compile(r"\b[A-Z][a-z]*[A-Z]\w*\b|\b[A-Z][a-z]+(?:-[A-Z0-9][\w]*)+\b|\b[A-Z]{2,}[a-z]*\b")
+    @property
+    def features(self) -> np.ndarray:
+        """One row of :data:`dmlqa.query.features.FEATURES` per candidate (computed once)."""
+        if self._features is None:
+            self._features = feature_matrix(self.facts, [c.text for c in self.candidates], self.places, self.cosines,
+                                            self.tokens)
+        return self._features
 
 
-def answer_kinds(question: str) -> tuple[re.Pattern[str], ...]:
-    """Patterns of the kinds of answer the question asks for (a number, a flag, a year, a name)."""
-    kinds = []
-    if _ASKS_NUMBER.search(question) or _ASKS_NUMBER_MORE.search(question):
-        kinds.append(_HAS_NUMBER)
-    if _ASKS_FLAG.search(question):
-        kinds.append(_HAS_FLAG)
-    if _ASKS_YEAR.search(question):
-        kinds.append(_HAS_YEAR)
-    if _ASKS_NAME.search(question):
-        kinds.append(_HAS_NAME)
-    return tuple(kinds)
+# -- what the question is about ---------------------------------------------------------------------
+
+#: Words of *asking*, not of the asked-about thing: interrogatives, auxiliaries, pronouns and chat
+#: fillers. The index's stop list is short, so they survive tokenising, and their rarity among
+#: sentences would make a sentence that happens to say "what" or "you" look like the answer.
+_ASKING_WORDS = frozenset(tokenize(
+    "what which who whom whose when where why how whether does do did doing done can could would should "
+    "shall may might must i me my mine we us our you your yours he him his she her its it's them "
+    "is am are was were been being has have had having so than very just actually really exactly "
+    "please tell explain say says said know mean means anyone someone something anything way ways"))
 
 
-#: Where a question asks a second thing: "..., and what does it assume ...", "...? And how ...".
-_SECOND_ASK = re.compile(r"(?:,\s*|\?\s*|\s+)(?:and|but|or|also)\s+(?=(?:what|how|which|why|who|where|when|whether|"
-                         r"is|are|does|do|did|can|could|was|were|should|must|will)\b)", re.I)
-
-
-#: "Besides optimizer states and gradients, what other ...": what the asker already knows.
-_BESIDES = re.compile(r"\b(?:besides|apart from|aside from|other than|except(?: for)?|in addition to)\s+([^?;]+?)"
-                      r"(?=,\s*(?:what|which|how|who|where|when|why|is|are|does|do|can)\b|[?;]|$)", re.I)
-
-
-def known_terms(question: str) -> set[str]:
-    """Terms the question names as already known ("Besides X, what other ..."): a sentence saying
-    them again is no answer, so they do not count for a sentence (they still retrieve)."""
-    return {t for m in _BESIDES.finditer(question) for t in tokenize(m.group(1))}
-
-
-def question_parts(question: str) -> list[str]:
-    """The asks of a question with more than one ("Which class launches it, and what model do the
-    examples fine-tune?" → two); a question with one ask is one part.
-
-    A part with no term of its own ("..., and why?") is no separate ask: it stays with the one before.
-    """
-    pieces = [p.strip(" ,;?") for p in _SECOND_ASK.split(question)]
-    parts: list[str] = []
-    for p in pieces:
-        if parts and not question_terms_strict(p):
-            parts[-1] = f"{parts[-1]} and {p}"
-        elif p:
-            parts.append(p)
-    return parts or [question]
+def question_terms(question: str) -> list[str]:
+    """The terms of a question that name what it is about (all its terms when none is left)."""
+    tokens = tokenize(question)
+    return list(dict.fromkeys(t for t in tokens if t not in _ASKING_WORDS)) or list(dict.fromkeys(tokens))
 
 
 # -- candidates -----------------------------------------------------------------------------------------
 
 
-def stored_candidates(version, hits: Sequence[Hit]) -> list[Candidate]:  # noqa: ANN001 - IndexVersion
-    """The stored quotable sentences overlapping each passage (each sentence once, for its best passage)."""
-    out: list[Candidate] = []
-    seen: set[tuple[str, int]] = set()
+def _rrf_documents(searcher, version, query: str, qvec: np.ndarray, options) -> list[str]:  # noqa: ANN001
+    """Documents in the order hybrid retrieval ranks their best passage (catalogue cards left out)."""
+    from dmlqa.query.search import allowed_rows, rrf
+
+    allowed = allowed_rows(version, options.filters)
+    n = 10 * POOL_DOCS
+    rankings = []
+    if options.mode in ("hybrid", "dense"):
+        rankings.append([r for r, _ in searcher.dense_ranking(version, qvec, n, allowed)])
+    if options.mode in ("hybrid", "bm25"):
+        rankings.append([r for r, _ in searcher.lexical_ranking(version, query, n, allowed)])
+    docs: list[str] = []
+    for row, _ in sorted(rrf(rankings).items(), key=lambda kv: -kv[1]):
+        d = version.doc_of(row)
+        if d is not None and d not in docs and not version.docs[d].is_card:
+            docs.append(d)
+    return docs
+
+
+def _source_hit(version, doc_id: str, chunk: int, rank: int) -> Hit:  # noqa: ANN001 - IndexVersion
+    """A hit for passage row ``chunk`` of ``doc_id`` (the one storing a sentence's text, which starts at or
+    before it): what a citation of a sentence found by the sentence index names (its passage was not
+    among the retrieved ones)."""
+    c = version.chunks([chunk])[chunk]
+    d = version.docs[doc_id]
+    return Hit(rank=rank, score=0.0, doc_id=doc_id, url=d.link, title=d.title, page=c.page, section=c.section,
+               text=c.text, chunk_id=c.chunk_id, kind=d.kind, venue=d.venue, year=d.year, start=c.start, end=c.end)
+
+
+class _Texts:
+    """Sentence texts read on demand: a question ranks ~4,500 sentences by their vectors, and only those it
+    scores lexically, keeps or quotes with a neighbour need their texts (each read with its passage's body)."""
+
+    def __init__(self, version) -> None:  # noqa: ANN001 - IndexVersion
+        self._version = version
+        self._texts: dict[int, str] = {}
+
+    def read(self, places: Iterable) -> None:
+        missing = [p for p in places if p.row not in self._texts]
+        if missing:
+            self._texts.update(self._version.sentence_texts(missing))
+
+    def __getitem__(self, place) -> str:  # noqa: ANN001 - SentencePlace
+        if place.row not in self._texts:
+            self.read([place])
+        return self._texts[place.row]
+
+
+def gather(searcher, version, question: str, hits: Sequence[Hit], options, *,  # noqa: ANN001
+           previous: str | None = None) -> Pool:
+    """The candidate sentences for ``question`` in ``version`` (``hits``: its retrieved passages).
+
+    ``previous`` is the question a follow-up leans on: the question's vector and retrieval include
+    it, but the terms it shares only with the previous question do not count as the new ask's.
+
+    Every sentence of the :data:`POOL_DOCS` documents is ranked by its stored vector before anything else
+    is read: where a sentence stands, and its text, are read only for the retrieved passages' sentences
+    and the :data:`POOL_LEXICAL` nearest (BM25 scores those; reading all ~4,500 first was most of an
+    answer's time), then for the few a candidate's features or quote need besides.
+    """
+    whole = f"{previous} {question}" if previous else question
+    qvec = searcher.embed_query(whole, version)  # memory-cached by the search; never stored
+    terms = question_terms(question) if previous else question_terms(whole)
+    facts = question_facts(question, terms, lambda ts: version.lexical.lexicon.idf(
+        np.array([t.encode("utf-8") for t in ts], dtype=bytes)))
+    if not version.has_sentences:
+        return _unstored_pool(searcher, version, hits, qvec, facts)
+
+    docs = [h.doc_id for h in hits if not h.is_card]
+    for d in _rrf_documents(searcher, version, whole, qvec, options):
+        if len(dict.fromkeys(docs)) >= POOL_DOCS:
+            break
+        docs.append(d)
+    docs = list(dict.fromkeys(docs))
+    doc_rank = {d: i for i, d in enumerate(docs)}
+    spans = {d: version.sentence_rows(d) for d in docs}
+    if not any(spans.values()):
+        return Pool([], [], np.zeros(0, np.float32), facts, list(hits), lambda c, step: None)
+    rows = np.concatenate([np.arange(spans[d].start, spans[d].stop, dtype=np.int64) for d in docs])
+    firsts = sorted((spans[d].start, d) for d in docs if spans[d])
+    at = dict(zip(docs, np.cumsum([0] + [len(spans[d]) for d in docs]).tolist(), strict=False))
+
+    def owner(r: int) -> str:  # the document of sentence row r (a document's rows are contiguous)
+        return firsts[bisect.bisect_right(firsts, (r, "\uffff")) - 1][1]
+
+    def position(r: int) -> int:  # its place in ``rows``: documents by rank, each in document order
+        d = owner(r)
+        return at[d] + r - spans[d].start
+
+    cos = version.sentence_cosines(rows, qvec)
+    places: dict[int, SentencePlace] = {}
+    texts = _Texts(version)
+
+    def place(needed: Iterable[int]) -> None:
+        places.update(version.sentence_places(r for r in needed if r not in places))
+
+    passage: dict[int, int] = {}  # sentence row -> the first retrieved passage it overlaps
     for i, h in enumerate(hits):
-        if h.is_card:
-            continue
-        for s in version.sentences_in(h.doc_id, h.start, h.end):
-            if (s.doc_id, s.ordinal) in seen or s.role == SNIPPET or marker_subject(s.text):
-                continue  # a snippet is quoted only with its announcer; a marker-subject fragment never
-            seen.add((s.doc_id, s.ordinal))
-            out.append(Candidate(i, s.doc_id, s.ordinal, s.text, s.role, s.page, s.row))
-    return out
+        if not h.is_card and h.doc_id in doc_rank:
+            for p in version.sentence_places_in(h.doc_id, h.start, h.end):
+                places[p.row] = p
+                passage.setdefault(p.row, i)
+
+    def quotable(rs: Iterable[int]) -> list[int]:  # no code line; no sentence whose subject is a reference marker
+        ps = [places[r] for r in rs if places[r].role != SNIPPET]
+        texts.read(ps)
+        return [p.row for p in ps if not marker_subject(texts[p])]
+
+    in_passages = quotable(passage)
+    by_cos = rows[np.argsort(-cos, kind="stable")].tolist()
+    nearest: list[int] = []
+    seen = 0
+    while len(nearest) < POOL_LEXICAL and seen < len(by_cos):
+        batch = by_cos[seen : seen + POOL_LEXICAL - len(nearest) + 16]
+        seen += len(batch)
+        place(batch)
+        nearest += quotable(batch)[: POOL_LEXICAL - len(nearest)]
+    scored = sorted(set(in_passages) | set(nearest), key=position)
+    tokens = {r: tokenize(texts[places[r]]) for r in scored}
+    lexical = bm25(list(tokens.values()), facts.weights)
+    best_lexical = [scored[j] for j in np.argsort(-lexical, kind="stable")[:POOL_PER_MEASURE].tolist()]
+    picked = sorted(set(in_passages) | set(nearest[:POOL_PER_MEASURE]) | set(best_lexical), key=position)
+
+    # the stored sentence before each (is it the first of its section?) and each document's last (its length)
+    place([r - 1 for r in picked if r > spans[owner(r)].start] + [spans[owner(r)].stop - 1 for r in picked])
+    cands, where = [], []
+    for r in picked:
+        d, p = owner(r), places[r]
+        span = spans[d]
+        first = r == span.start or places[r - 1].section != p.section
+        cands.append(Candidate(passage.get(r), d, p.ordinal, texts[p], p.role, p.page, p.row, p.section))
+        where.append(Place(p.role, passage.get(r), doc_rank[d], p.ordinal / (places[span.stop - 1].ordinal or 1),
+                           first, d, p.ordinal))
+
+    sources = list(hits)
+    have = {h.doc_id for h in hits}
+    for c in sorted(cands, key=lambda c: doc_rank[c.doc_id]):
+        if c.doc_id not in have:
+            have.add(c.doc_id)
+            sources.append(_source_hit(version, c.doc_id, places[c.row].chunk, len(sources) + 1))
+
+    by_key = {(owner(r), p.ordinal): p for r, p in places.items()}
+    near: dict[tuple[str, int], Candidate | None] = {}
+
+    def neighbour(c: Candidate, step: int) -> Candidate | None:
+        key = (c.doc_id, c.ordinal + step)
+        if key not in near:
+            p = by_key.get(key)
+            if p is not None:
+                near[key] = Candidate(None, c.doc_id, p.ordinal, texts[p], p.role, p.page, p.row, p.section)
+            else:
+                s = version.sentence_by_ordinal(*key)
+                near[key] = None if s is None else Candidate(None, s.doc_id, s.ordinal, s.text, s.role, s.page,
+                                                             s.row, s.section)
+        n = near[key]
+        return None if n is None else replace(n, hit=c.hit)
+
+    return Pool(cands, where, cos[[position(r) for r in picked]], facts, sources, neighbour,
+                [tokens[r] for r in picked])
 
 
 def passage_candidates(hits: Sequence[Hit]) -> list[Candidate]:
-    """Candidates split from the passages themselves (index versions built before sentences were stored)."""
+    """Candidates split from the passages themselves (a version that stores no sentences)."""
     from dmlqa.models import Block, Document
 
     out: list[Candidate] = []
@@ -186,245 +305,205 @@ def passage_candidates(hits: Sequence[Hit]) -> list[Candidate]:
             continue
         doc = Document(doc_id=h.doc_id, url=h.url, title=h.title, blocks=(Block(h.text, h.page, h.section),),
                        content_type="text")
-        out += [Candidate(i, h.doc_id, h.start + o, s.text, s.role, h.page)
+        out += [Candidate(i, h.doc_id, h.start + o, s.text, s.role, h.page, None, h.section)
                 for o, s in enumerate(split_document(doc))
                 if s.quotable and s.role != SNIPPET and not marker_subject(s.text)]
     return out
 
 
-# -- scoring and choosing ----------------------------------------------------------------------------------
-
-
-#: Words of *asking*, not of the asked-about thing: interrogatives, auxiliaries, pronouns and chat
-#: fillers. The index's stop list is short (BM25 wants "how"/"can" for phrase-like matches), so they
-#: survive tokenising; among candidate sentences they are rare, so their rarity weight was the highest
-#: of all, and a sentence that happened to say "what" or "you" outranked the one stating the fact.
-_ASKING_WORDS = frozenset(tokenize(
-    "what which who whom whose when where why how whether does do did doing done can could would should "
-    "shall may might must i me my mine we us our you your yours he him his she her its it's them "
-    "is am are was were been being has have had having so than very just actually really exactly "
-    "please tell explain say says said know mean means anyone someone something anything way ways"))
-
-
-def question_terms_strict(question: str) -> set[str]:
-    """The terms of a question that name what it is about; empty when it has only words of asking."""
-    return set(tokenize(question)) - _ASKING_WORDS
-
-
-def question_terms(question: str) -> set[str]:
-    """The terms of a question that name what it is about (all its terms when none is left)."""
-    return question_terms_strict(question) or set(tokenize(question))
-
-
-def _term_weights(question_terms: set[str], texts: Sequence[set[str]]) -> dict[str, float]:
-    """Rarer among the candidates → more telling: log(1 + N / (1 + df)), never below a floor."""
-    n = max(1, len(texts))
-    return {t: max(0.2, math.log(1 + n / (1 + sum(t in x for x in texts)))) for t in question_terms}
-
-
-@dataclass(frozen=True)
-class Choice:
-    candidates: list[Candidate]  # in answer order
-    best_similarity: float  # the highest sentence-question cosine (evidence strength, for refusal)
-    best_terms: float  # the weighted term share of the best sentence
-
-
-def _overlap(terms: set[str], cand_terms: Sequence[set[str]]) -> np.ndarray:
-    """Share of the weight of ``terms`` (:func:`_term_weights`) each candidate's terms hold."""
-    weights = _term_weights(terms, cand_terms)
-    total = sum(weights.values()) or 1.0
-    return np.array([sum(w for t, w in weights.items() if t in ct) / total for ct in cand_terms], np.float32)
-
-
-def choose(
-    question: str,
-    qvec: np.ndarray,
-    cands: Sequence[Candidate],
-    vectors: np.ndarray,
-    *,
-    neighbour: Callable[[Candidate, int], Candidate | None] = lambda c, step: None,
-    exclude_terms: set[str] = frozenset(),
-    avoid: set[str] = frozenset(),
-    max_sentences: int = 5,
-    redundancy: float = 0.85,
-    aspects: Sequence[tuple[str, np.ndarray]] = (),
-) -> Choice:
-    """Pick the sentences of the answer. ``vectors[i]`` is the vector of ``cands[i]``.
-
-    ``neighbour(c, ±1)`` returns the sentence before/after ``c`` in its document (or None), for
-    anaphora and announced lists. ``exclude_terms`` are terms a follow-up question shares with the
-    previous one: they still retrieve, but the answer must be about what is new. ``avoid`` are
-    sentences the previous answer quoted: ranked last, so they are said again only when nothing
-    else answers. ``aspects`` are the further asks of a question with several (:func:`question_parts`)
-    with their vectors: the sentence that best answers each comes right after the best sentence
-    overall, since the whole question's ranking favours whichever ask has more words.
-    """
+def _unstored_pool(searcher, version, hits, qvec, facts) -> Pool:  # noqa: ANN001
+    """Candidates of a version without stored sentences: the passages' own, embedded here."""
+    cands = passage_candidates(hits)
     if not cands:
-        return Choice([], 0.0, 0.0)
-    terms = question_terms(question)
-    focus = terms - set(exclude_terms) - known_terms(question) or terms
-    cand_terms = [set(tokenize(c.text)) for c in cands]
-    overlap = _overlap(focus, cand_terms)
-    sims = vectors @ qvec if len(vectors) else np.zeros(len(cands), np.float32)
-    kinds = answer_kinds(question)
-    kind = np.array([max((1.0 if p.search(c.text) else 0.0 for p in kinds), default=0.0) for c in cands],
-                    np.float32)
-    prior = np.array([1.0 / (1 + c.hit) for c in cands], np.float32)
-    penalty = np.array([AVOIDED if c.text in avoid else 0.0 for c in cands], np.float32)
-    scores = W_SIM * sims + W_TERMS * overlap + W_KIND * kind + W_PRIOR * prior - penalty
-    order = [int(i) for i in np.argsort(-scores)]
-    best = order[0]
-    required: set[int] = set()  # the best sentence of each further ask: kept however it scores overall
-    for part, pvec in aspects:
-        part_terms = question_terms_strict(part) - set(exclude_terms)
-        if not part_terms or not len(vectors):
-            continue
-        pscores = W_SIM * (vectors @ pvec) + W_TERMS * _overlap(part_terms, cand_terms) + W_PRIOR * prior - penalty
-        top = int(np.argmax(pscores))
-        if top in order[:1]:
-            continue
-        order.remove(top)
-        order.insert(1, top)
-        required.add(top)
+        return Pool([], [], np.zeros(0, np.float32), facts, list(hits), lambda c, step: None)
+    vectors = searcher.encoder_for(version).encode([c.text for c in cands], batch_size=16)
+    doc_rank = {d: i for i, d in enumerate(dict.fromkeys(h.doc_id for h in hits))}
+    places = [Place(c.role, c.hit, doc_rank[c.doc_id], 0.0, False, c.doc_id, c.ordinal) for c in cands]
+    by_key = {(c.doc_id, c.ordinal): c for c in cands}
+    return Pool(cands, places, np.asarray(vectors, np.float32) @ qvec, facts, list(hits),
+                lambda c, step: by_key.get((c.doc_id, c.ordinal + step)))
 
-    def header_of(row: Candidate) -> Candidate | None:
-        """The first row of the table ``row`` is in (its header): a row alone may not say what its
-        columns are. The rows between them that are not stored (the markdown separator, an empty row)
-        are skipped, two at most."""
-        top, gap = None, 0
-        for step in range(1, HEADER_STEPS):
-            prev = neighbour(row, -step)
-            if prev is None:
-                gap += 1
-                if gap > 2:
-                    break
-                continue
-            if prev.role != ROW:
+
+# -- choosing -------------------------------------------------------------------------------------------
+
+
+def _readable(c: Candidate | None) -> bool:
+    """Prose or a list item that is no heading, caption or legend (nor carries one glued on)."""
+    return c is not None and c.role in (PROSE, ITEM) and not furniture(c.text) and not marker_subject(c.text)
+
+
+def _header_of(row: Candidate, neighbour: Callable[[Candidate, int], Candidate | None]) -> Candidate | None:
+    """The first row of the table ``row`` is in (its header): a row alone does not say what its columns
+    are. Rows between them that are not stored (a markdown separator) are skipped, two at most."""
+    top, gap = None, 0
+    for step in range(1, HEADER_STEPS):
+        prev = neighbour(row, -step)
+        if prev is None:
+            gap += 1
+            if gap > 2:
                 break
-            top, gap = prev, 0
-        return top
-
-    chosen: list[int] = []
-    covered: set[str] = set()
-    words = 0
-    for idx in order:
-        if len(chosen) >= max_sentences or words >= MIN_WORDS:
+            continue
+        if prev.role != ROW:
             break
-        n_words = len(cands[idx].text.split())
-        if chosen:
-            if scores[idx] < scores[best] - MARGIN and idx not in required:
-                break
-            if float(np.max(vectors[chosen] @ vectors[idx])) > redundancy:
-                continue
-            if NEW_TERMS and not (cand_terms[idx] & focus) - covered and cands[idx].role != ITEM:
-                continue  # adds nothing the answer does not already say
-            if words + n_words > MAX_WORDS:
-                continue
-            if cands[idx].role == ROW and any(cands[j].role == ROW and cands[j].doc_id == cands[idx].doc_id
-                                              for j in chosen):
-                continue  # a row of a document, not its whole table: the rest are no better bet
-            if cands[idx].role == ROW and header_of(cands[idx]) is None:
-                continue  # a table's header row alone states nothing; it comes with a row of its own
-        chosen.append(idx)
-        covered |= cand_terms[idx] & focus
-        words += n_words
+        top, gap = prev, 0
+    return top
 
-    picked = [cands[i] for i in chosen]
 
-    def items_after(c: Candidate) -> list[Candidate]:
-        """The list items or code lines a sentence announces (a non-quotable line between two items is
-        skipped)."""
-        got: list[Candidate] = []
-        for step in range(1, 7):
-            nxt = neighbour(c, step)
-            if nxt is None and got:
-                continue
-            if nxt is None or nxt.role not in (ITEM, SNIPPET) or nxt in picked:
-                break
+def _announced(c: Candidate, neighbour: Callable[[Candidate, int], Candidate | None]) -> list[Candidate]:
+    """What a sentence announces: the list items or code lines after it (for a sentence ending in ':'
+    with no list, the next prose sentence); code lines after a comment or a short command run."""
+    got: list[Candidate] = []
+    for step in range(1, 7):
+        nxt = neighbour(c, step)
+        if nxt is None and got:
+            continue  # a line between two items that is not stored
+        if nxt is None or nxt.role not in (ITEM, SNIPPET) or (not leans_forward(c.text) and nxt.role != SNIPPET):
+            break
+        got.append(nxt)
+    if not got and leans_forward(c.text):
+        nxt = neighbour(c, 1)
+        if _readable(nxt):
             got.append(nxt)
-        return got
+    return got
 
-    def snippets_after(c: Candidate) -> list[Candidate]:
-        """The code lines a sentence announces without a colon (a comment over its line, a sentence over
-        a few command lines): stored as SNIPPETs only when announced, so every one right after goes."""
-        got: list[Candidate] = []
-        for step in range(1, 4):
-            nxt = neighbour(c, step)
-            if nxt is None or nxt.role != SNIPPET or nxt in picked:
-                break
-            got.append(nxt)
-        return got
 
-    def table_row(c: Candidate) -> list[Candidate]:
-        """For a sentence pointing at a table ("... in Table 1"), the row of that document holding
-        most of the question's terms (with its header): the figure asked for is in a row."""
-        rows = [i for i, x in enumerate(cands) if x.role == ROW and x.doc_id == c.doc_id and cands[i] not in picked]
-        heads = {i: header_of(cands[i]) for i in rows}
-        rows = [i for i in rows if heads[i] is not None]  # a header row is no row of figures
-        if not rows or any(x.role == ROW and x.doc_id == c.doc_id for x in picked):
-            return []  # no row, or the ranking chose one already
-        top = max(rows, key=lambda i: overlap[i])
-        return [heads[top], cands[top]] if overlap[top] > 0 else []
+def _block(c: Candidate, question_tokens: set[str], pool: Sequence[Candidate],
+           neighbour: Callable[[Candidate, int], Candidate | None]) -> list[Candidate] | None:
+    """The sentences quoting ``c`` takes, in reading order, or None when it cannot be quoted readably."""
+    if c.role == ROW:
+        head = _header_of(c, neighbour)
+        return None if head is None else [head, c]
+    if not _readable(c):
+        return None
+    block = [c]
+    head = c
+    for _ in range(LEAN_BACK_STEPS):  # "That is to say, ..." after "Though ..." after the fact
+        if not leans(head.text):
+            break
+        prev = neighbour(head, -1)
+        if not _readable(prev):
+            break  # "However, ..." after a heading reads alone; "It ..." does not (below)
+        block.insert(0, prev)
+        head = prev
+    if not standalone(head.text):
+        return None  # leans on context further back than we carry
+    announced = _announced(c, neighbour)
+    if leans_forward(c.text) and not announced:
+        return None
+    block += announced
+    if _REFERS_TABLE.search(c.text):  # the row of the table it points at that holds most question terms
+        rows = [(r, h) for r in pool if r.role == ROW and r.doc_id == c.doc_id
+                and (h := _header_of(r, neighbour)) is not None]  # a header row is no row of figures
+        best = max(rows, key=lambda rh: len(set(tokenize(rh[0].text)) & question_tokens), default=None)
+        if best is not None and set(tokenize(best[0].text)) & question_tokens:
+            block += [best[1], best[0]]
+    return block
 
-    out: list[Candidate] = []
-    for rank, c in enumerate(picked):
-        block = [c]
-        if c.role == ROW:
-            head = header_of(c)
-            if head is not None and head not in picked:
-                block.insert(0, head)
-        head = c
-        for _ in range(LEAN_BACK_STEPS):  # "That is to say, ..." after "Though ..." after the fact
-            if not leans_back(head.text):
-                break
-            prev = neighbour(head, -1)
-            if prev is None or prev in picked or prev.role == SNIPPET or marker_subject(prev.text):
-                break
-            block.insert(0, prev)
-            head = prev
-        listed = items_after(c) if leans_forward(c.text) else snippets_after(c)
-        block += listed
-        if _REFERS_TABLE.search(c.text):
-            block += table_row(c)
-        if not listed and (rank == 0 or leans_forward(c.text)) and FOLLOW and words < FOLLOW_MAX_WORDS:
-            # A sentence announcing what follows ("... on 8 GPUs:") says nothing without it, whatever
-            # its rank; when no list follows, the next sentence is what it announced.
-            # The best sentence often opens what the next one states ("MXNet is more than ...").
-            nxt = neighbour(c, 1)
-            if (nxt is not None and nxt not in picked and nxt.role in (PROSE, ITEM) and not marker_subject(nxt.text)
-                    and words + len(nxt.text.split()) <= FOLLOW_MAX_WORDS
-                    and (FOLLOW_ALWAYS or leans_back(nxt.text) or set(tokenize(nxt.text)) & focus)):
+
+#: A sentence sharing this much of its terms (Jaccard) with one already quoted says nothing new: the
+#: arXiv and the proceedings copy of a paper differ in a ligature or a reference marker.
+SAME_SENTENCE = 0.8
+
+
+def _said(text: str, said: Sequence[set[str]]) -> bool:
+    terms = set(tokenize(text))
+    return any(len(terms & s) >= SAME_SENTENCE * len(terms | s) for s in said)
+
+
+def _words(block: Sequence[Candidate]) -> int:
+    return sum(len(c.text.split()) for c in block)
+
+
+def choose(question: str, cands: Sequence[Candidate], scores: np.ndarray, *,
+           neighbour: Callable[[Candidate, int], Candidate | None] = lambda c, step: None,
+           add_above: float = 0.5, avoid: set[str] = frozenset(), max_sentences: int = 5,
+           max_words: int = MAX_WORDS, read_on: int = 0) -> list[Candidate]:
+    """The answer's sentences, in answer order: the best-scored quotable sentence's block first (with
+    the ``read_on`` readable sentences after it), then the blocks of further sentences scoring at least
+    ``add_above`` while the answer stays within ``max_words`` and ``max_sentences``, grouped by
+    document in reading order.
+
+    ``avoid`` are sentences the previous answer quoted: ranked last when another sentence reaches
+    ``add_above`` and :data:`AVOID_RATIO` of their score, so they are said again only when nothing
+    else answers.
+    """
+    if not len(cands):
+        return []
+    rank = np.asarray(scores, np.float64)
+    said = np.array([c.text in avoid for c in cands], bool)
+    if said.any() and (~said).any() and rank[~said].max() >= max(add_above, AVOID_RATIO * rank[said].max()):
+        rank = rank - 2.0 * said  # something new answers nearly as well: what was said goes last
+    qtokens = set(tokenize(question))
+    blocks: list[list[Candidate]] = []
+    taken: set[tuple[str, int]] = set()
+    words = 0
+    said: list[set[str]] = []
+    for i in np.argsort(-rank, kind="stable").tolist():
+        c = cands[i]
+        if (c.doc_id, c.ordinal) in taken or _said(c.text, said):
+            continue  # the same sentence in a second copy of the work (arXiv and proceedings) says nothing new
+        if blocks and (rank[i] < add_above or len(taken) >= max_sentences):
+            break
+        block = _block(c, qtokens, cands, neighbour)
+        if block is None:
+            continue
+        block = [b for b in block if (b.doc_id, b.ordinal) not in taken]
+        if blocks and (words + _words(block) > max_words or any(
+                b.role == ROW and x.role == ROW and b.doc_id == x.doc_id for b in block for bl in blocks for x in bl)):
+            continue  # over the budget, or a second row of a table already quoted
+        if not blocks and _words(block) > 2 * max_words:
+            continue  # a best sentence that needs a page of context is no answer
+        if not blocks:  # a passage often states the answer right after the sentence naming what was asked
+            for _ in range(read_on):
+                nxt = neighbour(block[-1], 1)
+                if not _readable(nxt) or _words(block) + _words([nxt]) > max_words:
+                    break
                 block.append(nxt)
-                words += len(nxt.text.split())
-                if leans_forward(nxt.text):  # "... the most common reasons are:" brings its list
-                    block += items_after(nxt)
-        for b in block:
-            if b not in out:
-                out.append(b)
-    if out and READ_ON:
-        # Room left: read on after the best sentence's block. A passage often sets the problem out
-        # first and states the answer next ("... would prohibit pipeline parallelism. DeepSpeed
-        # provides a TiedLayerSpec ..."); any sentence the ranking chose instead is no better bet.
-        total = sum(len(c.text.split()) for c in out)
-        last = max((c for c in out if c.doc_id == out[0].doc_id), key=lambda c: c.ordinal)
-        while True:
-            nxt = neighbour(last, 1)
-            if (nxt is None or nxt in out or nxt.role not in (PROSE, ITEM) or marker_subject(nxt.text)
-                    or total + len(nxt.text.split()) > MAX_WORDS):
-                break
-            out.append(nxt)
-            total += len(nxt.text.split())
-            last = nxt
-    return Choice(out, float(np.max(sims)) if len(sims) else 0.0, float(overlap[best]))
-
-
-def arrange(chosen: Sequence[Candidate]) -> list[Candidate]:
-    """Answer order: documents in the order they were first chosen, sentences in reading order."""
+        blocks.append(block)
+        said += [set(tokenize(b.text)) for b in block]
+        taken |= {(b.doc_id, b.ordinal) for b in block}
+        words += _words(block)
+    if not blocks:
+        return []
+    lead, rest = blocks[0], [b for bl in blocks[1:] for b in bl]
     first: dict[str, int] = {}
-    for i, c in enumerate(chosen):
+    for i, c in enumerate(rest):
         first.setdefault(c.doc_id, i)
-    return sorted(chosen, key=lambda c: (first[c.doc_id], c.ordinal))
+    return lead + sorted(rest, key=lambda c: (first[c.doc_id], c.ordinal))
 
+
+# -- the LLM's context -------------------------------------------------------------------------------------
+
+#: Sentences of one source put before its passage in the LLM's context.
+QUOTES_PER_SOURCE = 3
+
+
+def llm_sources(pool: Pool, scores: np.ndarray, *, max_sources: int = 8) -> list[Hit]:
+    """The LLM's context from the same candidates the extractive answer ranks: the passages of the
+    best-rated sentences, best first, each opening with its best sentences (quotes first, then the
+    passage they come from). A source found by the sentence index rather than retrieval is its
+    document's passage holding the sentence, so the LLM sees the evidence even when its passage
+    ranked low; the citation check reads the same texts, so quotes stay verifiable."""
+    picked: dict[int, list[str]] = {}
+    by_doc = {h.doc_id: i for i, h in reversed(list(enumerate(pool.sources)))}
+    for i in np.argsort(-np.asarray(scores), kind="stable").tolist():
+        c = pool.candidates[i]
+        if not _readable(c) and c.role != ROW:
+            continue
+        src = c.hit if c.hit is not None else by_doc.get(c.doc_id)
+        if src is None or (src not in picked and len(picked) >= max_sources):
+            continue
+        quotes = picked.setdefault(src, [])
+        if len(quotes) < QUOTES_PER_SOURCE and c.text not in quotes:
+            quotes.append(c.text)
+    out = []
+    for src, quotes in picked.items():
+        h = pool.sources[src]
+        out.append(replace(h, rank=len(out) + 1, text="\n".join(quotes) + "\n\n" + h.text))
+    return out
+
+
+# -- composing ---------------------------------------------------------------------------------------------
 
 _ASKS_RESOURCE = re.compile(r"^\W*(?:which|what)\b(?:\s+\w+){0,3}?\s+(?:paper|project|work|library|framework|"
                             r"system|tool|report|tech report|package|repo|repository|method|approach|technique)s?\b",
@@ -443,8 +522,9 @@ def _display_title(title: str) -> str:
 def compose(chosen: Sequence[Candidate], hits: Sequence[Hit], *, question: str = "") -> tuple[str, list[Citation]]:
     """The answer text with one [n] per document page, and its citations (quotes are verbatim).
 
-    For a question asking which paper/project/tool, the answer leads with the title of the source
-    of its best sentence: the name is the answer, and the sentences say why.
+    ``chosen`` is in answer order (:func:`choose`); ``hits`` must hold a passage of each of their
+    documents. For a question asking which paper/project/tool, the answer leads with the title of the
+    source of its first sentence: the name is the answer, and the sentences say why.
     """
     numbers: dict[tuple[str, int | None], int] = {}
     quotes: dict[tuple[str, int | None], list[str]] = {}
@@ -456,7 +536,7 @@ def compose(chosen: Sequence[Candidate], hits: Sequence[Hit], *, question: str =
         numbers[(top.doc_id, top.page)] = 1
         parts.append(f"{_display_title(by_doc[top.doc_id].title)} [1]:")
     said: set[str] = set()
-    for c in arrange(chosen):
+    for c in chosen:
         if c.text in said:  # the same sentence in two copies of a page says nothing new
             continue
         said.add(c.text)
@@ -484,3 +564,5 @@ def compose(chosen: Sequence[Candidate], hits: Sequence[Hit], *, question: str =
         citations.append(Citation(n=n, url=h.url, title=h.title, page=page, quote=quote[:300], doc_id=doc_id,
                                   chunk_id=h.chunk_id, venue=h.venue, year=h.year))
     return body, citations
+
+

@@ -14,7 +14,8 @@ answer a different question. So the names a question uses are checked against th
 * **Mentioned** means what the index can show: every BM25 token of the name is in the version's
   vocabulary (or in a document's address), and a name of several words or parts occurs as that
   phrase in one passage, title or address. Two words that each occur somewhere ("Lightning" and
-  "Fabric") are not the product "Lightning Fabric".
+  "Fabric") are not the product "Lightning Fabric"; a common word counts as a name of its own only
+  where a passage holding the others writes it as one ("enter Recovery mode" for "macOS Recovery").
 * A name not mentioned is reported with the closest spelling the index holds ("Megatron-LN" →
   "Megatron-LM"), so the refusal tells the user what to ask instead.
 
@@ -338,6 +339,15 @@ def _stands_alone(word: str) -> bool:
     return not _common_word(word.lower())
 
 
+def _named_mid_sentence(word: str, text: str) -> bool:
+    """Does ``text`` write this capitalised common word as a name inside running prose, between two
+    lower-case words ("select Options to enter Recovery mode")? Then a passage where it meets the run's
+    other words uses it as the thing the question names ("macOS Recovery"); "a cluster whose fabric is
+    InfiniBand" does not make "Lightning Fabric" a mention, nor a figure's "Load and Store*" labels
+    "Mooncake Store"."""
+    return re.search(rf"(?<=[a-z] ){re.escape(word)}(?= [a-z])", text) is not None
+
+
 def _mentioned(evidence: _Evidence, name: str) -> bool:
     """Does some document mention ``name``: whole, or as a run of parts that each occur (a phrase
     of several words, a name of its own, an acronym: "Colossal-AI" + "Torch FSDP")?"""
@@ -360,8 +370,17 @@ def _mentioned(evidence: _Evidence, name: str) -> bool:
     if evidence.phrase_found(name):
         return True
     # its words must meet in one passage (acronyms aside: "Horovod README" is the README of Horovod's page)
-    if not len(_rows_with(version, tokenize(" ".join(w for w in words if not _ACRONYM.fullmatch(w))), every=True)):
+    met = _rows_with(version, tokenize(" ".join(w for w in words if not _ACRONYM.fullmatch(w))), every=True)
+    if not len(met):
         return False
+    met_texts: list[str] | None = None
+    variant = any(ch.isdigit() for ch in name)
+
+    def named_there(word: str) -> bool:
+        nonlocal met_texts
+        if met_texts is None:
+            met_texts = [t for _, t in _texts(version, met[:BATCH_ROWS])]
+        return any(_named_mid_sentence(word, t) for t in met_texts)
     # split into pieces that each occur: reach[i] says words[:i] splits so
     reach = [True] + [False] * len(words)
     for end in range(1, len(words) + 1):
@@ -370,7 +389,9 @@ def _mentioned(evidence: _Evidence, name: str) -> bool:
                 continue
             piece = words[start:end]
             if len(piece) == 1:
-                ok = _stands_alone(piece[0])
+                # a version or quantity beside it ("2-bit Adam") makes the run a variant, which the
+                # word's use elsewhere does not mention
+                ok = _stands_alone(piece[0]) or (not variant and named_there(piece[0]))
             else:
                 ok = len(piece) < len(words) and evidence.phrase_found(" ".join(piece))
             if ok:

@@ -1,0 +1,332 @@
+"""Refit the extractive answer's sentence selector (src/dmlqa/query/selector.json) on bench/train/.
+
+    .venv/bin/python bench/train_selector.py --home /tmp/snaphome
+
+For every training question (``bench/train/questions-*.jsonl``; never the validation set
+``dev.jsonl``) it retrieves as the answerer does, gathers the candidate sentences with their
+features (:func:`dmlqa.query.extractive.gather`) and labels each: positive when it overlaps an
+evidence sentence of the question or states one of its key terms. A logistic regression is fitted,
+cross-validated with folds grouped by the gold document (a question never trains on its own
+document), and the two cuts are chosen on the out-of-fold scores:
+
+* ``add_above``, ``max_words`` and ``read_on``: the probability a further sentence needs to join the
+  answer, the answer's word budget and how many sentences after the best come with it, from a grid:
+  among the settings whose median answer is at most MAX_MEDIAN_WORDS, those stating a key term within
+  ADD_TOLERANCE of the best, the shortest budget, highest cut and least reading on;
+* ``refuse_below``: the best sentence's probability under which the answer is refused, the cut making
+  the fewest mistakes on the questions the unknown-name check lets through, midway in its gap of
+  scores (the name check refuses most unanswerable questions before: the cut is a backstop for
+  off-topic ones).
+
+The cross-validated answer scores (key term stated, keyword hit, refusal, false refusal, median words,
+and how often the answer cites a gold source: a gold URL or another copy of the work holding an
+evidence sentence) and how often the evidence sentence is among the candidates (the retrieved
+passages' sentences alone, and with the sentence index) go to ``bench/results/selector.json``; the
+final model is fitted on all questions and written deterministically (LBFGS, no randomness; folds in
+a fixed order).
+
+``--cache FILE`` keeps the gathered candidates (retrieval is most of the run) so that a refit after a
+change of features or model reuses them; ``--validate dev.jsonl`` scores the fitted selector on a
+validation set beside the cross-validation, fitting nothing on it.
+"""
+
+from __future__ import annotations
+
+import argparse
+import dataclasses
+import glob
+import json
+import pickle
+import re
+import statistics
+import sys
+import time
+import unicodedata
+from dataclasses import dataclass
+from pathlib import Path
+
+import numpy as np
+from sklearn.linear_model import LogisticRegression
+from sklearn.model_selection import GroupKFold
+from sklearn.preprocessing import StandardScaler
+
+from dmlqa.api import KnowledgeBase
+from dmlqa.query.answer import AskOptions, is_follow_up, retrieve
+from dmlqa.query.evaluate import answer_words, normalize_url
+from dmlqa.query.extractive import Candidate, Pool, choose, compose, gather
+from dmlqa.query.features import FEATURES
+from dmlqa.query.names import unknown_names
+from dmlqa.query.selector import Selector
+
+ROOT = Path(__file__).resolve().parent.parent
+ADD_GRID = (0.0, 0.02, 0.05, 0.1)
+#: The highest add_above stating a key term within this of the best is kept: sentences the model rates
+#: near zero pad an answer without making it better.
+ADD_TOLERANCE = 0.005
+WORDS_GRID = (85, 90, 95, 100)
+READ_ON_GRID = (0, 1, 2)
+#: The issue asks for a median answer of at most 90 words; two words are left for other question sets.
+MAX_MEDIAN_WORDS = 88
+#: Inverse regularisation of the logistic regression (chosen by cross-validation: 0.1 and 1 score alike).
+C = 0.1
+FOLDS = 5
+
+
+def _norm(text: str) -> str:
+    return unicodedata.normalize("NFKC", text).lower()
+
+
+def _words(text: str) -> list[str]:
+    return re.findall(r"\w+", _norm(text))
+
+
+def evidence_match(sentence: str, evidence: list[str]) -> bool:
+    """Does the candidate hold (or sit inside) an evidence sentence? Compared by word sequence and word
+    overlap, since the index's text and the question writer's extraction differ in small ways."""
+    cw = _words(sentence)
+    cs, cj = set(cw), " ".join(cw)
+    for e in evidence:
+        ew = _words(e)
+        ej = " ".join(ew)
+        if ej and (ej in cj or (len(cw) >= 5 and cj in ej)):
+            return True
+        inter = len(cs & set(ew))
+        if inter >= 4 and inter >= 0.7 * min(len(cs), len(set(ew))):
+            return True
+    return False
+
+
+def states_keyword(text: str, keywords: list[str]) -> bool:
+    t = _norm(text)
+    return any(_norm(k) in t for k in keywords)
+
+
+@dataclass
+class Item:
+    q: dict
+    pool: Pool
+    labels: np.ndarray
+    evidence: np.ndarray  # per candidate: overlaps an evidence sentence
+    absent: list[str]
+    group: str
+
+
+def _neighbours(version):  # noqa: ANN001, ANN202 - IndexVersion
+    def neighbour(c: Candidate, step: int) -> Candidate | None:
+        s = version.sentence_by_ordinal(c.doc_id, c.ordinal + step)
+        return None if s is None else Candidate(c.hit, s.doc_id, s.ordinal, s.text, s.role, s.page, s.row, s.section)
+    return neighbour
+
+
+def collect(kb: KnowledgeBase, questions: list[dict], cache: Path | None = None) -> list[Item]:
+    """Each question's candidate pool, gathered as the answerer does (a follow-up with the question it
+    follows), its labels and its group; read from ``cache`` when it holds the same questions."""
+    version = kb.asker.searcher.pin()
+    ids = [q["id"] for q in questions]
+    if cache is not None and cache.exists():
+        saved = pickle.loads(cache.read_bytes())
+        if saved["ids"] == ids and saved["version"] == version.name:
+            pools = saved["pools"]
+            for p in pools:
+                p.neighbour = _neighbours(version)
+            # the name check is cheap and changes apart from the features: run it again (the pool's sources
+            # begin with the retrieved passages it reads first; the names it reports do not depend on them)
+            absent = [[u.name for u in unknown_names(version, q["question"], p.sources)]
+                      for q, p in zip(questions, pools, strict=True)]
+            return [_item(q, p, a) for q, p, a in zip(questions, pools, absent, strict=True)]
+    searcher = kb.asker.searcher
+    options = AskOptions(use_llm=False)
+    by_id = {q["id"]: q for q in questions}
+    pools, absent = [], []
+    t0 = time.perf_counter()
+    for n, q in enumerate(questions, 1):
+        text = q["question"]
+        before = by_id.get(q.get("previous") or "", {}).get("question")
+        context = before if before and is_follow_up(text) else None
+        hits = retrieve(searcher, version, f"{context} {text}" if context else text, options)
+        absent.append([u.name for u in unknown_names(version, text, hits)])  # refused before the selector
+        pools.append(gather(searcher, version, text, hits, options, previous=context))
+        if n % 100 == 0:
+            print(f"{n}/{len(questions)} questions gathered ({time.perf_counter() - t0:.0f} s)", file=sys.stderr)
+    if cache is not None:
+        kept = [dataclasses.replace(p, neighbour=None, _features=None) for p in pools]
+        cache.write_bytes(pickle.dumps({"ids": ids, "version": version.name, "pools": kept, "absent": absent}))
+    return [_item(q, p, a) for q, p, a in zip(questions, pools, absent, strict=True)]
+
+
+def _item(q: dict, pool: Pool, absent: list[str]) -> Item:
+    evidence = q.get("evidence") or []
+    evidence = [evidence] if isinstance(evidence, str) else evidence  # dev.jsonl gives one sentence as a string
+    ev = np.array([evidence_match(c.text, evidence) for c in pool.candidates], bool)
+    kw = np.array([states_keyword(c.text, q.get("keywords") or []) for c in pool.candidates], bool)
+    labels = (ev | kw) if q.get("answerable", True) else np.zeros(len(pool.candidates), bool)
+    gold = q.get("gold_urls") or []
+    group = normalize_url(gold[0]) if gold and q.get("answerable", True) else f"none:{q['id']}"
+    return Item(q, pool, labels, ev, absent, group)
+
+
+def fit(items: list[Item]) -> Selector:
+    x = np.vstack([it.pool.features for it in items if len(it.pool.candidates)])
+    y = np.concatenate([it.labels for it in items if len(it.pool.candidates)])
+    scaler = StandardScaler().fit(x)
+    scale = np.where(scaler.scale_ > 0, scaler.scale_, 1.0)
+    model = LogisticRegression(C=C, max_iter=5000)
+    model.fit((x - scaler.mean_) / scale, y)
+    return Selector(FEATURES, scaler.mean_, scale, model.coef_[0], float(model.intercept_[0]), 0.0, 0.5)
+
+
+def answer_text(it: Item, scores: np.ndarray, add_above: float, max_words: int,
+                read_on: int) -> tuple[str, int, set[str]]:
+    """The answer's text, its length in words and the (normalised) addresses it cites."""
+    chosen = choose(it.q["question"], it.pool.candidates, scores, neighbour=it.pool.neighbour, add_above=add_above,
+                    max_words=max_words, read_on=read_on)
+    if not chosen:
+        return "", 0, set()
+    body, citations = compose(chosen, it.pool.sources, question=it.q["question"])
+    return body, answer_words(body), {normalize_url(c.url) for c in citations}
+
+
+def gold_sources(it: Item) -> set[str]:
+    """The addresses whose citation counts as citing the gold source: the gold URLs, and every
+    document of the pool holding an evidence sentence (the training set lists one record of a work
+    where an arXiv and a proceedings copy, or a landing page and its PDF, say the same)."""
+    gold = {normalize_url(u) for u in it.q.get("gold_urls") or []}
+    url = {h.doc_id: h.url for h in reversed(it.pool.sources)}
+    return gold | {normalize_url(url[c.doc_id]) for c, e in zip(it.pool.candidates, it.evidence, strict=True)
+                   if e and c.doc_id in url}
+
+
+def evaluate(items: list[Item], scores: list[np.ndarray], add_above: float, refuse_below: float,
+             max_words: int, read_on: int) -> dict:
+    stated, kw_share, words, refused_ans, refused_un, top1, cited = [], [], [], [], [], [], []
+    for it, s in zip(items, scores, strict=True):
+        best = float(s.max()) if len(s) else 0.0
+        body, n_words, urls = answer_text(it, s, add_above, max_words, read_on) if len(s) else ("", 0, set())
+        refused = not body or best < refuse_below or bool(it.absent)
+        if not it.q.get("answerable", True):
+            refused_un.append(refused)
+            continue
+        refused_ans.append(refused)
+        if len(s):
+            top1.append(bool(it.labels[int(np.argmax(s))]))
+        kws = it.q.get("keywords") or []
+        text = "" if refused else _norm(body)
+        stated.append(any(_norm(k) in text for k in kws))
+        kw_share.append(sum(_norm(k) in text for k in kws) / len(kws) if kws else 0.0)
+        cited.append(not refused and bool(urls & gold_sources(it)))
+        if not refused:
+            words.append(n_words)
+    return {
+        "key_term_stated": round(statistics.mean(stated), 4),
+        "keyword_hit_rate": round(statistics.mean(kw_share), 4),
+        "refusal_accuracy": round(statistics.mean(refused_un), 4) if refused_un else None,
+        "false_refusal_rate": round(statistics.mean(refused_ans), 4),
+        "median_words": statistics.median(words) if words else 0,
+        "gold_cited": round(statistics.mean(cited), 4),
+        "top1_positive": round(statistics.mean(top1), 4),
+    }
+
+
+def refuse_cut(items: list[Item], scores: list[np.ndarray]) -> float:
+    """The best-sentence probability under which an answer is refused: among the questions the name
+    check lets through, the cut making the fewest mistakes (answerable questions refused plus
+    unanswerable ones answered), placed midway in the widest gap of scores that makes that few, so
+    that a refit's or another question set's small shifts of the scores do not cross it.
+
+    Unanswerable questions are nearly all refused by name before; a cut fitted to refuse a share of
+    the answerable ones (as one was) refuses those and nothing else."""
+    best = [(float(s.max()) if len(s) else 0.0, it.q.get("answerable", True))
+            for it, s in zip(items, scores, strict=True) if not it.absent]
+    if not best:
+        return 0.0
+    values = sorted({0.0, 1.0, *(b for b, _ in best)})
+    fewest, cut, width = None, 0.0, -1.0
+    for lo, hi in zip(values, values[1:], strict=False):  # a cut in (lo, hi]: the same mistakes anywhere there
+        mistakes = sum(1 for b, ans in best if (b <= lo) == ans)
+        if fewest is None or mistakes < fewest or (mistakes == fewest and hi - lo > width):
+            fewest, cut, width = mistakes, (lo + hi) / 2, hi - lo
+    return cut
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("--home", required=True, help="a built home over the snapshot (bench/build_snapshot.py)")
+    ap.add_argument("--questions", default=str(ROOT / "bench/train/questions-*.jsonl"), help="glob of JSONL files")
+    ap.add_argument("--out", default=str(ROOT / "src/dmlqa/query/selector.json"))
+    ap.add_argument("--results", default=str(ROOT / "bench/results/selector.json"))
+    ap.add_argument("--limit", type=int, default=0, help="only the first N questions (a quick trial)")
+    ap.add_argument("--cache", type=Path, help="keep the gathered candidates here, and reuse them when they match")
+    ap.add_argument("--validate", type=Path, help="a validation set (dev.jsonl) scored beside the cross-validation")
+    args = ap.parse_args()
+    files = sorted(glob.glob(args.questions))
+    if any(Path(f).name == "dev.jsonl" for f in files):
+        sys.exit("dev.jsonl is for validation only: the selector is never fitted on it")
+    questions = [json.loads(line) for f in files for line in Path(f).read_text(encoding="utf-8").splitlines()
+                 if line.strip()]
+    if args.limit:
+        questions = questions[:: max(1, len(questions) // args.limit)][: args.limit]
+    kb = KnowledgeBase(args.home)
+    items = collect(kb, questions, args.cache)
+
+    groups = [it.group for it in items]
+    oof: list[np.ndarray] = [np.zeros(0)] * len(items)
+    folds = list(GroupKFold(n_splits=FOLDS).split(np.zeros(len(items)), groups=groups))
+    for train, test in folds:
+        sel = fit([items[i] for i in train])
+        for i in test:
+            oof[i] = sel.scores(items[i].pool.features)
+    refuse_below = refuse_cut(items, oof)
+    grid = {(a, w, r): evaluate(items, oof, a, refuse_below, w, r)
+            for a in ADD_GRID for w in WORDS_GRID for r in READ_ON_GRID}
+    ok = [k for k in grid if grid[k]["median_words"] <= MAX_MEDIAN_WORDS] or [(max(ADD_GRID), min(WORDS_GRID), 0)]
+    top = max(grid[k]["key_term_stated"] for k in ok)
+    add_above, max_words, read_on = min((k for k in ok if grid[k]["key_term_stated"] >= top - ADD_TOLERANCE),
+                                        key=lambda k: (k[1], -k[0], k[2]))
+
+    answerable = [it for it in items if it.q.get("answerable", True) and it.q.get("evidence")]
+    in_passages = [bool(np.any(it.evidence & np.array([c.hit is not None for c in it.pool.candidates], bool)))
+                   if len(it.evidence) else False for it in answerable]
+    in_pool = [bool(np.any(it.evidence)) for it in answerable]
+
+    final = fit(items)
+    final = Selector(final.features, final.mean, final.scale, final.coef, final.intercept, refuse_below, add_above,
+                     max_words, read_on)
+    Path(args.out).write_text(json.dumps(final.to_json(), indent=1) + "\n", encoding="utf-8")
+    validation = None
+    if args.validate:  # scored only: nothing above saw these questions
+        held = [json.loads(line) for line in args.validate.read_text(encoding="utf-8").splitlines() if line.strip()]
+        cache = args.cache.with_suffix(".validate" + args.cache.suffix) if args.cache else None
+        vitems = collect(kb, held, cache)
+        validation = evaluate(vitems, [final.scores(it.pool.features) for it in vitems], add_above, refuse_below,
+                              max_words, read_on)
+        validation.pop("top1_positive")  # its labels need evidence sentences, which a validation set lacks
+        validation.pop("gold_cited")  # dmlqa eval's citation_hit_rate is the measure there (gold URLs only)
+    results = {
+        "questions": len(items),
+        "answerable": sum(1 for it in items if it.q.get("answerable", True)),
+        "files": [str(Path(f).relative_to(ROOT)) if Path(f).is_relative_to(ROOT) else f for f in files],
+        "folds": FOLDS,
+        "evidence_among_candidates": {"passages_only": round(statistics.mean(in_passages), 4),
+                                      "with_sentence_index": round(statistics.mean(in_pool), 4),
+                                      "questions": len(answerable)},
+        "positives_per_question": round(statistics.mean(float(it.labels.sum()) for it in items), 2),
+        "add_above": add_above,
+        "max_words": max_words,
+        "read_on": read_on,
+        "refuse_below": round(refuse_below, 4),
+        "cross_validation": grid[(add_above, max_words, read_on)],
+        # the spread a held-apart set of this size may show: each fold's questions scored alone
+        "key_term_stated_by_fold": [evaluate([items[i] for i in test], [oof[i] for i in test], add_above, refuse_below,
+                                             max_words, read_on)["key_term_stated"] for _, test in folds],
+        "validation": {"file": args.validate.name, **validation} if validation else None,
+        "cross_validation_by_add_above_max_words_read_on": {f"{a} {w} {r}": v for (a, w, r), v in grid.items()},
+        "weights": dict(zip(FEATURES, [round(float(c), 4) for c in final.coef], strict=True)),
+    }
+    Path(args.results).write_text(json.dumps(results, indent=1) + "\n", encoding="utf-8")
+    shown = ("evidence_among_candidates", "add_above", "max_words", "read_on", "refuse_below", "cross_validation",
+             "validation")
+    print(json.dumps({k: results[k] for k in shown}, indent=1))
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,348 @@
+"""Features of a candidate sentence for the learned selector (:mod:`dmlqa.query.selector`).
+
+Each feature is a small pure function of the question, the sentence and where the sentence was
+found, so that each can be tested on a sentence written in the test. :func:`feature_matrix` puts
+them together in the order of :data:`FEATURES`, the order the fitted weights are stored in.
+
+Why these: retrieval similarity alone picks sentences that *sound* like the question; the one that
+*answers* it holds the kind of thing asked for (a number for "how much", a name for "which"), names
+what a comparison is against, stands on its own, and is prose rather than a heading or a legend
+glued to a sentence by the PDF text layer.
+"""
+
+from __future__ import annotations
+
+import math
+import re
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+
+import numpy as np
+
+from dmlqa.extract.sentences import ITEM, ROW, leans_back
+from dmlqa.index.lexical import tokenize
+
+#: The order of the features in a matrix and in the fitted weights (selector.json names them).
+FEATURES = (
+    "cosine",  # dense cosine of the sentence and the question (stored sentence vectors)
+    "cosine_gap",  # cosine minus the best cosine among the candidates (0 for the best)
+    "overlap",  # share of the question's idf weight the sentence holds
+    "bm25",  # BM25 of the sentence over the candidate pool, divided by the pool's best
+    "cosine_rank",  # 1 / (1 + its rank by cosine among the candidates)
+    "bm25_rank",  # 1 / (1 + its rank by BM25 among the candidates)
+    "rarest_term",  # holds the question's rarest term (highest idf): what the question is most about
+    "kind_match",  # holds a kind of answer the question asks for
+    "kind_miss",  # the question asks for a kind of answer and the sentence holds none
+    "compare_match",  # a comparison question: the sentence compares and names what is compared against
+    "standalone",  # opens with no dangling reference to what came before
+    "furniture",  # a heading, caption or figure legend, or words run together by the PDF text layer
+    "is_item",  # a list item
+    "is_row",  # a table row
+    "section_first",  # the first sentence of its section
+    "position",  # how far into its document (0 at the start, 1 at the end)
+    "passage_rank",  # 1 / (1 + rank) of the retrieved passage it is in; 0 when found by the sentence index
+    "doc_rank",  # 1 / (1 + rank) of its document among the retrieved documents
+    "length",  # log of its word count
+    "local_overlap",  # share of the question terms it holds, each weighed by its rarity among the candidates
+    "overlap_gap",  # overlap minus the best overlap among the candidates
+    "prev_overlap",  # the overlap of the sentence right before it (which often sets up what it states)
+    "next_overlap",  # the overlap of the sentence right after it
+    "prev_cosine",  # the cosine of the sentence right before it
+    "doc_best_cosine",  # the best cosine among its document's candidates (the document is about the question)
+    "doc_best_overlap",  # the best overlap among its document's candidates
+    "doc_share",  # share of the candidates that come from its document
+    "asks_back",  # the sentence is itself a question: it asks, it does not answer
+    "numbers",  # log of how many numbers it holds (figures answer "how much")
+)
+
+
+# -- what the question asks for -------------------------------------------------------------------
+
+_ASKS_NUMBER = re.compile(r"\bhow (?:many|much|large|big|long|fast|often|small|far|high|low)\b|\bby how\b|"
+                          r"\bwhat (?:[\w-]+ ){0,2}(?:percentage|fraction|ratio|rate|size|number|speed ?up|"
+                          r"throughput|utili[sz]ation|bit.?width|value|limit|threshold|bandwidth|latency|"
+                          r"count|factor|accuracy|score)\b|\bwhat (?:is|was) the default\b", re.I)
+_ASKS_NAME = re.compile(r"^\W*(?:which|who)\b|\b(?:which|what) (?:[\w-]+ ){0,3}(?:projects?|papers?|librar(?:y|"
+                        r"ies)|frameworks?|systems?|tools?|packages?|compan(?:y|ies)|class(?:es)?|models?|"
+                        r"algorithms?|methods?|functions?|flags?|options?|arguments?|backends?)\b|"
+                        r"\bwhat is (?:it |this )?called\b|\bname of\b", re.I)
+_ASKS_YEAR = re.compile(r"^\W*when (?:did|was|were|is|has|have)\b|\b(?:what|which|in which) year\b|\bsince when\b",
+                        re.I)
+_ASKS_COMPARE = re.compile(r"\b(?:faster|slower|better|worse|more|less|fewer|higher|lower|larger|smaller)\b[^?]*?"
+                           r"\bthan\b|\bcompared? (?:to|with)\b|\bversus\b|\bvs\.?\s|\bover\s+(?=[A-Z])|"
+                           r"\brelative to\b", re.I)
+#: What a comparison is against: the words after "than", "compared to/with", "versus", "vs", "over".
+_COMPARED = re.compile(r"\b(?:than|compared (?:to|with)|versus|vs\.?|relative to|over)\s+((?:the\s+)?[\w.+/-]+"
+                       r"(?:\s+[\w.+/-]+){0,2})", re.I)
+
+_HAS_NUMBER = re.compile(r"\d")
+_HAS_NAME = re.compile(r"\b[A-Z][a-z]*[A-Z]\w*\b|\b[A-Z][a-z]+(?:-[A-Z0-9]\w*)+\b|\b[A-Z]{2,}[a-z]*\b|"
+                       r"\b[a-z]+_[a-z_]+\b|`[^`]+`|(?<=[a-z] )[A-Z][a-z]{2,}\b")
+_HAS_YEAR = re.compile(r"\b(?:19|20)\d\d\b")
+_COMPARES = re.compile(r"\b(?:than|compared|versus|vs\.?|over|faster|slower|speed-?ups?|outperforms?|better|"
+                       r"improves?|higher|lower|relative|x\b|×)", re.I)
+
+#: Kinds of answer, each with the pattern a sentence holding one matches.
+KINDS: dict[str, re.Pattern[str]] = {"number": _HAS_NUMBER, "name": _HAS_NAME, "year": _HAS_YEAR}
+
+
+def asked_kinds(question: str) -> frozenset[str]:
+    """The kinds of answer a question asks for: "number" (how much/many/fast, what ratio), "name"
+    (which/who), "year" (when did), "compare" (faster than X)."""
+    kinds = set()
+    if _ASKS_NUMBER.search(question):
+        kinds.add("number")
+    if _ASKS_NAME.search(question):
+        kinds.add("name")
+    if _ASKS_YEAR.search(question):
+        kinds.add("year")
+    if _ASKS_COMPARE.search(question):
+        kinds.add("compare")
+    return frozenset(kinds)
+
+
+def compared_terms(question: str) -> frozenset[str]:
+    """Tokens of what a comparison question compares against ("how much faster than Megatron-LM?" →
+    megatron, lm): the answer is the sentence that names it, not one comparing to other baselines."""
+    out: set[str] = set()
+    for m in _COMPARED.finditer(question):
+        out |= set(tokenize(m.group(1)))
+    return frozenset(out - {"the", "a", "an", "that", "it", "baselin"})
+
+
+def kind_match(text: str, kinds: frozenset[str]) -> float:
+    """1 when the sentence holds one of the asked-for kinds of answer (a number, a name, a year)."""
+    return 1.0 if any(KINDS[k].search(text) for k in kinds if k in KINDS) else 0.0
+
+
+def kind_miss(text: str, kinds: frozenset[str]) -> float:
+    """1 when the question asks for a number, name or year and the sentence holds none of them."""
+    asked = [k for k in kinds if k in KINDS]
+    return 1.0 if asked and not kind_match(text, kinds) else 0.0
+
+
+def compare_match(tokens: set[str], text: str, compared: frozenset[str]) -> float:
+    """For a comparison question: the share of the compared-against name's tokens the sentence holds,
+    counted only when it also uses a word of comparing. 0 for other questions."""
+    if not compared or not _COMPARES.search(text):
+        return 0.0
+    return len(compared & tokens) / len(compared)
+
+
+# -- lexical match ----------------------------------------------------------------------------------
+
+
+def idf_weights(terms: Sequence[str], idf: Callable[[Sequence[str]], np.ndarray]) -> dict[str, float]:
+    """idf of each question term (from the version's lexicon); a term no passage holds gets the
+    highest weight seen, as it is the most specific the question has."""
+    terms = list(dict.fromkeys(terms))
+    if not terms:
+        return {}
+    values = [float(v) for v in idf(terms)]
+    top = max(values) if values and max(values) > 0 else 1.0
+    return {t: (v if v > 0 else top) for t, v in zip(terms, values, strict=True)}
+
+
+def overlap(tokens: set[str], weights: dict[str, float]) -> float:
+    """Share of the question terms' idf weight the sentence's tokens hold."""
+    total = sum(weights.values())
+    return sum(w for t, w in weights.items() if t in tokens) / total if total else 0.0
+
+
+#: BM25's usual constants (as the passage index uses).
+K1, B = 1.2, 0.75
+
+
+def bm25(token_lists: Sequence[Sequence[str]], weights: dict[str, float]) -> np.ndarray:
+    """BM25 of each sentence of a pool against the question terms (idf from the version, length
+    normalised by the pool's mean sentence length)."""
+    if not token_lists:
+        return np.zeros(0, np.float32)
+    lengths = np.array([len(t) for t in token_lists], np.float32)
+    mean = float(lengths.mean()) or 1.0
+    out = np.zeros(len(token_lists), np.float32)
+    for i, toks in enumerate(token_lists):
+        tf: dict[str, int] = {}
+        for t in toks:
+            if t in weights:
+                tf[t] = tf.get(t, 0) + 1
+        norm = K1 * ((1 - B) + B * lengths[i] / mean)
+        out[i] = sum(weights[t] * f / (norm + f) for t, f in tf.items())
+    return out
+
+
+# -- reading --------------------------------------------------------------------------------------
+
+#: "Algorithm 3 uses such a model", "Such a scheme ...", "the above": needs what came before. A sentence
+#: opening with "Table 4 shows that ..." states its finding and stays; one about an algorithm, equation
+#: or listing it does not show does not.
+_DANGLING = re.compile(r"^(?:\w+\s+){0,4}(?:such (?:a|an)\b|such\s+\w+s\b)|\b(?:the above|aforementioned|"
+                       r"the former|the latter|as mentioned|as discussed|as shown above)\b|"
+                       r"^(?:Algorithm|Equation|Eq\.|Listing)\s*\d+\b", re.I)
+
+
+#: Openings that look like leaning back but do not: the document speaking of itself ("This repository
+#: contains ..."), a lower-case name opening the sentence ("veScale is ...", "go-mxnet-predictor is ..."),
+#: a version range ("v0.7.4 and above").
+_SELF_REFERENCE = re.compile(r"^(?:This|These)\s+(?:repository|repo|project|library|package|guide|tutorial|page|"
+                             r"document(?:ation)?|paper|work|article|post|blog|book|site|section|example|notebook|"
+                             r"release|tool|framework|module|report)s?\b")
+_NAME_START = re.compile(r"^[a-z][\w.]*[-_A-Z0-9.][\w.-]*\s")
+_BULLET = re.compile(r"^\s*(?:[-*•▪●◦‣]|\d{1,2}[.)])\s")
+_AND_ABOVE = re.compile(r"\b(?:and|or) above\b")
+#: Connectives that tie a sentence to the one before but leave it readable alone ("However, ...",
+#: "For example, ..."): quoted with the sentence before when that one is prose, else alone.
+_SOFT_LEAN = re.compile(r"^(?:However|Moreover|Furthermore|In addition|Additionally|Also|Then|As a result|Instead|"
+                        r"Similarly|Likewise|Otherwise|In contrast|On the other hand|Still|Yet|Nevertheless|"
+                        r"Nonetheless|Even so|In other words|Namely|For example|For instance|Thus|Hence|Therefore|"
+                        r"Though|As such)\b")
+
+
+def leans(text: str) -> bool:
+    """Does the sentence lean on the one before (:func:`dmlqa.extract.sentences.leans_back`), the
+    openings that only look like it (:data:`_SELF_REFERENCE`, :data:`_NAME_START`) left aside?"""
+    t = text.lstrip("\"'“(- ")
+    if _SELF_REFERENCE.match(t) or _NAME_START.match(t) or _BULLET.match(text):
+        return False  # a list item opening in lower case ("- it saves up to 70% ...") is the list's way
+    return leans_back(_AND_ABOVE.sub("", t))
+
+
+def leans_hard(text: str) -> bool:
+    """Does it lean back so that it cannot be read alone ("It uses ...", "This reduces ...", a fragment
+    opening in lower case), unlike a connective ("However, ...") that still reads alone?"""
+    return leans(text) and _SOFT_LEAN.match(text.lstrip("\"'“(- ")) is None
+
+
+def standalone(text: str) -> bool:
+    """Does the sentence stand alone: no opening "This/It/They ...", no "such a ..." or "the above",
+    not about "Algorithm 3" or "Figure 2" it does not show?"""
+    return not leans_hard(text) and _DANGLING.search(text) is None
+
+
+#: A figure legend or caption anywhere in the sentence ("... HybridParallelism.Figure14bshows"),
+#: a heading glued before it ("ZeRO: Zero Redundancy Optimizer ZeRO removes ..."), an ALL-CAPS
+#: section title at its start ("3 DESIGN In this section").
+_LEGEND = re.compile(r"^(?:Figure|Fig\.?|Table)\s*\d+[a-z]?\s*[:.|]|\b(?:Figure|Fig\.?|Table)\s*\d+[a-z]?\s*[:|]\s+"
+                     r"[A-Z]|[a-z.](?:Figure|Fig\.|Table)\s*\d|(?:Figure|Fig\.|Table)\d")
+_GLUED_HEADING = re.compile(r"^[\w.+-]{2,30}:\s+(?:[A-Z][\w-]*\s+){2,5}[A-Z][\w-]*\s+[a-z]|"
+                            r"^(?:\d+(?:\.\d+)*\.?\s+)?[A-Z][A-Z -]{4,}\s+[A-Z][a-z]|"
+                            # "5.2 Comparison to ZeRO-3 We compare ...": a numbered heading before the sentence
+                            r"^\d+(?:\.\d+)+\.?\s+[A-Z][\w-]*(?:\s+[\w-]+){0,6}?\s+(?:We|In|This|The|Our|Here|To)\s")
+#: Words run together by the PDF text layer: a lower-case run longer than English words get
+#: ("weobservethatthetrainingthroughput"). CamelCase names (HybridParallelPlugin,
+#: hvd.DistributedOptimizer) are code, not glued words; a legend glued after a word is :data:`_LEGEND`'s.
+_RUN_TOGETHER = re.compile(r"(?<![/\w])\w*[a-z]{18,}")
+
+
+def furniture(text: str) -> bool:
+    """Is the sentence a heading, caption or legend, or does it carry one glued to it, or words run
+    together? Such text does not read as an answer, whatever it matches."""
+    return bool(_LEGEND.search(text) or _GLUED_HEADING.search(text) or _RUN_TOGETHER.search(text))
+
+
+# -- the matrix ----------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class Place:
+    """Where a candidate sentence was found: what the features need besides its text."""
+
+    role: str
+    passage_rank: int | None  # 0-based rank of the retrieved passage it is in; None: found by the sentence index
+    doc_rank: int  # 0-based rank of its document among the retrieved documents
+    position: float  # ordinal / number of sentences in its document
+    section_first: bool  # the first stored sentence of its section
+    doc_id: str = ""  # its document and position there: which candidates are its neighbours and its kin
+    ordinal: int = -1
+
+
+@dataclass(frozen=True)
+class QuestionFacts:
+    """What the features read from a question, worked out once per question."""
+
+    weights: dict[str, float]  # idf of the terms that name what it is about
+    kinds: frozenset[str]
+    compared: frozenset[str]
+
+
+def question_facts(question: str, terms: Sequence[str], idf: Callable[[Sequence[str]], np.ndarray]) -> QuestionFacts:
+    return QuestionFacts(idf_weights(terms, idf), asked_kinds(question), compared_terms(question))
+
+
+def _ranks(values: np.ndarray) -> np.ndarray:
+    """0 for the highest value, 1 for the next, ... (ties in input order)."""
+    out = np.empty(len(values), np.int64)
+    out[np.argsort(-np.asarray(values), kind="stable")] = np.arange(len(values))
+    return out
+
+
+def local_weights(terms: Sequence[str], token_sets: Sequence[set[str]]) -> dict[str, float]:
+    """Rarity of each question term among the candidates, log(1 + N / (1 + df)): a term every candidate
+    holds says nothing about which one answers; the corpus-wide idf cannot see that."""
+    n = max(1, len(token_sets))
+    return {t: math.log(1 + n / (1 + sum(t in x for x in token_sets))) for t in terms}
+
+
+_NUMBER = re.compile(r"\d+(?:[.,]\d+)*")
+
+
+def feature_matrix(q: QuestionFacts, texts: Sequence[str], places: Sequence[Place], cosines: np.ndarray,
+                   tokens: Sequence[Sequence[str]] | None = None) -> np.ndarray:
+    """One row of :data:`FEATURES` per candidate sentence (features relative to the other candidates
+    included: a linear model cannot compare a sentence with its rivals on its own); ``tokens``: their
+    :func:`~dmlqa.index.lexical.tokenize` tokens when the caller has them already."""
+    n = len(texts)
+    out = np.zeros((n, len(FEATURES)), np.float32)
+    if not n:
+        return out
+    tokens = [tokenize(t) for t in texts] if tokens is None else tokens
+    token_sets = [set(t) for t in tokens]
+    lexical = bm25(tokens, q.weights)
+    lexical = lexical / (float(lexical.max()) or 1.0)
+    best = float(cosines.max())
+    cos_rank = _ranks(cosines)
+    lex_rank = _ranks(lexical)
+    rarest = max(q.weights, key=lambda t: q.weights[t]) if q.weights else None
+    over = np.array([overlap(ts, q.weights) for ts in token_sets], np.float32)
+    local = local_weights(list(q.weights), token_sets)
+    local_over = np.array([overlap(ts, local) for ts in token_sets], np.float32)
+    at = {(p.doc_id, p.ordinal): i for i, p in enumerate(places)}
+
+    docs: dict[str, list[int]] = {}
+    for i, p in enumerate(places):
+        docs.setdefault(p.doc_id, []).append(i)
+    for i, (text, place) in enumerate(zip(texts, places, strict=True)):
+        kin = docs[place.doc_id]
+        before, after = at.get((place.doc_id, place.ordinal - 1)), at.get((place.doc_id, place.ordinal + 1))
+        out[i] = (
+            float(cosines[i]),
+            float(cosines[i]) - best,
+            over[i],
+            float(lexical[i]),
+            1.0 / (1 + cos_rank[i]),
+            1.0 / (1 + lex_rank[i]),
+            float(rarest in token_sets[i]),
+            kind_match(text, q.kinds),
+            kind_miss(text, q.kinds),
+            compare_match(token_sets[i], text, q.compared),
+            float(standalone(text)),
+            float(furniture(text)),
+            float(place.role == ITEM),
+            float(place.role == ROW),
+            float(place.section_first),
+            place.position,
+            0.0 if place.passage_rank is None else 1.0 / (1 + place.passage_rank),
+            1.0 / (1 + place.doc_rank),
+            math.log1p(len(text.split())),
+            local_over[i],
+            over[i] - float(over.max()),
+            0.0 if before is None else float(over[before]),
+            0.0 if after is None else float(over[after]),
+            0.0 if before is None else float(cosines[before]),
+            float(cosines[kin].max()),
+            float(over[kin].max()),
+            len(kin) / n,
+            float(text.rstrip().endswith("?")),
+            math.log1p(len(_NUMBER.findall(text))),
+        )
+    return out

@@ -1,0 +1,93 @@
+"""The learned sentence selector: a logistic regression over :data:`dmlqa.query.features.FEATURES`.
+
+Its weights are fitted by ``bench/train_selector.py`` on the training questions of ``bench/train/``
+(never on the validation set) and ship as ``selector.json`` beside this module: plain numbers, no
+pickle, so a reader can see what the model weighs and a refit shows as a diff. Besides the weights
+it carries what was chosen by cross-validation with it: the probability under which the best
+sentence is too weak to answer (the answer is refused), the one a further sentence must reach to be
+added after the best, the answer's word budget, and how many sentences after the best come with it.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass
+from functools import lru_cache
+from importlib import resources
+from pathlib import Path
+
+import numpy as np
+
+from dmlqa.errors import DmlqaError
+from dmlqa.query.features import FEATURES
+
+MODEL_FILE = "selector.json"
+
+
+class SelectorModelError(DmlqaError, ValueError):
+    """The selector's weights file is missing, unreadable or made for other features."""
+
+
+@dataclass(frozen=True)
+class Selector:
+    """Standardise the features, weigh them, squash to a probability that the sentence answers."""
+
+    features: tuple[str, ...]
+    mean: np.ndarray
+    scale: np.ndarray
+    coef: np.ndarray
+    intercept: float
+    refuse_below: float  # best sentence's probability under which the answer is refused
+    add_above: float  # a further sentence's probability must reach this to be added
+    max_words: int = 90  # the answer's word budget (the best sentence's block is always kept)
+    read_on: int = 0  # readable sentences after the best one that come with it
+
+    @classmethod
+    def from_json(cls, data: dict) -> Selector:
+        try:
+            names = tuple(data["features"])
+            sel = cls(names, np.asarray(data["mean"], np.float64), np.asarray(data["scale"], np.float64),
+                      np.asarray(data["coef"], np.float64), float(data["intercept"]), float(data["refuse_below"]),
+                      float(data["add_above"]), int(data["max_words"]), int(data["read_on"]))
+        except (KeyError, TypeError, ValueError) as exc:
+            raise SelectorModelError(f"selector weights are malformed ({exc})") from None
+        if names != FEATURES:
+            raise SelectorModelError("selector weights were fitted on other features; rerun bench/train_selector.py")
+        if not (len(sel.mean) == len(sel.scale) == len(sel.coef) == len(names)):
+            raise SelectorModelError("selector weights do not match the number of features")
+        return sel
+
+    def to_json(self) -> dict:
+        return {"features": list(self.features), "mean": _rounded(self.mean), "scale": _rounded(self.scale),
+                "coef": _rounded(self.coef), "intercept": round(self.intercept, 6),
+                "refuse_below": round(self.refuse_below, 4), "add_above": round(self.add_above, 4),
+                "max_words": self.max_words, "read_on": self.read_on}
+
+    def scores(self, x: np.ndarray) -> np.ndarray:
+        """The probability, per row of a feature matrix, that the sentence states the answer."""
+        if not len(x):
+            return np.zeros(0, np.float64)
+        z = ((np.asarray(x, np.float64) - self.mean) / self.scale) @ self.coef + self.intercept
+        return 1.0 / (1.0 + np.exp(-z))
+
+
+def _rounded(a: np.ndarray) -> list[float]:
+    return [round(float(v), 6) for v in a]
+
+
+@lru_cache(maxsize=1)
+def default_selector() -> Selector:
+    """The selector shipped with the package (read once)."""
+    try:
+        text = resources.files("dmlqa.query").joinpath(MODEL_FILE).read_text(encoding="utf-8")
+        return Selector.from_json(json.loads(text))
+    except (OSError, json.JSONDecodeError) as exc:
+        raise SelectorModelError(f"cannot read the selector weights {MODEL_FILE} ({exc})") from None
+
+
+def load_selector(path: Path) -> Selector:
+    """A selector from a weights file (a refit under evaluation)."""
+    try:
+        return Selector.from_json(json.loads(path.read_text(encoding="utf-8")))
+    except (OSError, json.JSONDecodeError) as exc:
+        raise SelectorModelError(f"cannot read the selector weights {path} ({exc})") from None

@@ -1,0 +1,347 @@
+"""The learned sentence selector (issue 21): its features, its weights file, and the reading rules of
+:func:`dmlqa.query.extractive.choose`, on sentences written here (never on the validation questions)."""
+
+from __future__ import annotations
+
+import json
+
+import numpy as np
+import pytest
+
+from dmlqa.extract.sentences import CAPTION, ITEM, PROSE, ROW
+from dmlqa.models import Hit
+from dmlqa.query.extractive import Candidate, choose, compose, question_terms
+from dmlqa.query.features import (
+    FEATURES,
+    Place,
+    QuestionFacts,
+    asked_kinds,
+    bm25,
+    compare_match,
+    compared_terms,
+    feature_matrix,
+    furniture,
+    idf_weights,
+    kind_match,
+    kind_miss,
+    overlap,
+    standalone,
+)
+from dmlqa.query.selector import SelectorModelError, default_selector, load_selector
+
+# -- features -------------------------------------------------------------------------------------------
+
+
+def test_the_kind_of_answer_asked_for() -> None:
+    assert asked_kinds("How much memory does ZeRO-3 save on 64 GPUs?") == {"number"}
+    assert "name" in asked_kinds("Which library implements tensor parallelism for Megatron?")
+    assert asked_kinds("When was Horovod released?") == {"year"}
+    assert "compare" in asked_kinds("How much faster than Megatron-LM is it?")
+    assert asked_kinds("Why is pipeline parallelism useful?") == frozenset()
+    # "when" that sets a scene asks no date
+    assert "year" not in asked_kinds("When running on 8 GPUs, what batch size is used?")
+
+
+def test_a_sentence_holds_the_asked_kind_or_misses_it() -> None:
+    kinds = asked_kinds("How much faster is the fused kernel?")
+    assert kind_match("The fused kernel is 2.3x faster on A100.", kinds) == 1.0
+    assert kind_miss("The fused kernel is much faster on modern GPUs.", kinds) == 1.0
+    assert kind_miss("Anything at all.", frozenset()) == 0.0  # nothing asked: nothing missed
+    assert kind_match("Horovod appeared in 2017 as an open-source project.", asked_kinds("When was it released?"))
+
+
+def test_a_comparison_answer_names_what_it_is_compared_against() -> None:
+    q = "How much faster than Megatron-LM is the new schedule?"
+    assert compared_terms(q) == {"megatron", "lm"}
+    against_other = "Our schedule is 1.5x faster than GPipe on 64 GPUs."
+    against_asked = "Our schedule is 1.3x faster than Megatron-LM on 64 GPUs."
+    compared = compared_terms(q)
+    assert compare_match(set(question_terms(against_asked)), against_asked, compared) == 1.0
+    assert compare_match(set(question_terms(against_other)), against_other, compared) == 0.0
+    assert compare_match({"megatron", "lm"}, "Megatron-LM is a library.", compared) == 0.0  # names it, compares not
+
+
+def test_idf_weighted_overlap_counts_the_rare_term_most() -> None:
+    idf = {"fusion": 3.0, "buffer": 2.0, "size": 0.5}
+    weights = idf_weights(["fusion", "buffer", "size"], lambda ts: np.array([idf[t] for t in ts]))
+    assert overlap({"fusion", "buffer"}, weights) == pytest.approx(5.0 / 5.5)
+    assert overlap({"size"}, weights) == pytest.approx(0.5 / 5.5)
+    # a term the index never saw is the most specific the question has: it gets the top weight
+    assert idf_weights(["zerobubble", "fusion"], lambda ts: np.array([0.0, 3.0]))["zerobubble"] == 3.0
+
+
+def test_bm25_prefers_the_sentence_with_more_of_the_rare_terms_and_fewer_words() -> None:
+    weights = {"fusion": 3.0, "buffer": 2.0}
+    s = bm25([["fusion", "buffer", "default"], ["buffer", "default"],
+              ["fusion", "buffer"] + ["filler"] * 40, []], weights)
+    assert s[0] > s[2] > 0 and s[0] > s[1] > 0 and s[3] == 0
+
+
+def test_openings_that_only_look_like_leaning_back_stand_alone() -> None:
+    assert standalone("veScale is an internal PyTorch Distributed library for hyperscale training.")
+    assert standalone("go-mxnet-predictor is a Go binding for the MXNet predict API.")
+    assert standalone("This repository contains reference architectures for distributed training.")
+    assert standalone("Horovod is a backend in PyTorch Lightning from v0.7.4 and above.")
+    assert standalone("However, ZeRO-3 also partitions the parameters.")  # a connective: readable alone
+    assert standalone("- it saves up to 70% of the cost with spot instances")  # a list item's way
+    assert standalone("Table 4 shows that SuperNeurons trains 12.97x deeper ResNets than Caffe.")
+    assert not standalone("and the model is split across the stages.")
+    assert not standalone("It uses a 64 MB fusion buffer.")
+
+
+def test_standalone_sentences_carry_their_own_context() -> None:
+    assert standalone("ZeRO partitions the optimizer states across data-parallel ranks.")
+    assert not standalone("Algorithm 3 uses such a model to plan the schedule.")
+    assert not standalone("It uses a fusion buffer of 64 MB by default.")
+    assert not standalone("Such a scheme halves the memory of activations.")
+    assert not standalone("As shown above, the bubble shrinks with more micro-batches.")
+
+
+def test_headings_captions_legends_and_run_together_words_are_furniture() -> None:
+    assert furniture("Throughput of HybridParallelism.Figure14bshows the scaling on 512 GPUs.")
+    assert furniture("ZeRO: Zero Redundancy Optimizer ZeRO removes the memory redundancies.")
+    assert furniture("Figure 3: Throughput of GPT-3 training on 1024 GPUs.")
+    assert furniture("3 SYSTEM DESIGN In this section we describe the scheduler.")
+    assert furniture("weobservethatthetrainingthroughputdropswhenthebatchgrows")
+    assert not furniture("ZeRO removes the memory redundancies across data-parallel processes.")
+    assert not furniture("DeepSpeed and PyTorch FSDP both shard parameters, as Table 2 shows.")
+    assert not furniture("Wrap the optimizer in hvd.DistributedOptimizer and pass HybridParallelPlugin to Booster.")
+
+
+def test_the_feature_matrix_has_one_named_column_per_feature() -> None:
+    facts = QuestionFacts({"fusion": 3.0, "buffer": 2.0}, asked_kinds("How large is the fusion buffer?"),
+                          frozenset())
+    texts = ["The fusion buffer is 128 MB by default.", "It can be changed at run time."]
+    places = [Place(PROSE, 0, 0, 0.1, True), Place(ITEM, None, 3, 0.9, False)]
+    x = feature_matrix(facts, texts, places, np.array([0.7, 0.5], np.float32))
+    col = {name: x[:, i] for i, name in enumerate(FEATURES)}
+    assert x.shape == (2, len(FEATURES))
+    assert col["cosine_gap"].tolist() == pytest.approx([0.0, -0.2])
+    assert col["kind_match"].tolist() == [1.0, 0.0] and col["kind_miss"].tolist() == [0.0, 1.0]
+    assert col["overlap"].tolist() == [1.0, 0.0] and col["bm25"][0] == 1.0
+    assert col["standalone"].tolist() == [1.0, 0.0] and col["is_item"].tolist() == [0.0, 1.0]
+    assert col["passage_rank"].tolist() == [1.0, 0.0] and col["doc_rank"].tolist() == [1.0, 0.25]
+    assert col["section_first"].tolist() == [1.0, 0.0]
+
+
+# -- the weights file -------------------------------------------------------------------------------------
+
+
+def test_the_shipped_selector_loads_and_round_trips(tmp_path) -> None:  # noqa: ANN001
+    sel = default_selector()
+    assert sel.features == FEATURES and 0 < sel.refuse_below < 1 and 0 <= sel.add_above <= 1.01
+    path = tmp_path / "sel.json"
+    path.write_text(json.dumps(sel.to_json()), encoding="utf-8")
+    again = load_selector(path)
+    x = np.random.default_rng(0).normal(size=(4, len(FEATURES)))
+    assert again.scores(x) == pytest.approx(sel.scores(x), abs=1e-5)
+
+
+def test_weights_for_other_features_are_refused_with_a_clear_error(tmp_path) -> None:  # noqa: ANN001
+    data = default_selector().to_json()
+    path = tmp_path / "old.json"
+    path.write_text(json.dumps({**data, "features": data["features"][:-1]}), encoding="utf-8")
+    with pytest.raises(SelectorModelError, match="other features"):
+        load_selector(path)
+    path.write_text("{not json", encoding="utf-8")
+    with pytest.raises(SelectorModelError, match="cannot read"):
+        load_selector(path)
+
+
+def test_the_fitted_selector_prefers_the_sentence_that_states_the_asked_number() -> None:
+    """Two sentences equally close to the question by vector and by words: the one holding the number
+    a "how much" question asks for, standing alone, scores higher than one leaning on its predecessor
+    without a number; a figure legend scores lower than the same words as prose."""
+    q = "How much memory does activation checkpointing save for the 1.5B model?"
+    facts = QuestionFacts(idf_weights(question_terms(q), lambda ts: np.ones(len(ts))), asked_kinds(q), frozenset())
+    texts = ["Activation checkpointing saves 60% of the memory for the 1.5B model.",
+             "It saves a large share of the memory for the model with activation checkpointing.",
+             "Figure 4: Activation checkpointing saves memory for the 1.5B model."]
+    places = [Place(PROSE, 1, 0, 0.3, False)] * 3
+    scores = default_selector().scores(feature_matrix(facts, texts, places, np.array([0.6, 0.6, 0.6], np.float32)))
+    assert scores[0] > scores[1] and scores[0] > scores[2]
+
+
+# -- choosing: the reading rules ---------------------------------------------------------------------------
+
+
+def _cands(texts: list[tuple[str, str]], doc: str = "d") -> list[Candidate]:
+    return [Candidate(0, doc, i, t, role, 1) for i, (role, t) in enumerate(texts)]
+
+
+def _neighbour(cands: list[Candidate]):  # noqa: ANN202
+    by = {(c.doc_id, c.ordinal): c for c in cands}
+    return lambda c, step: by.get((c.doc_id, c.ordinal + step))
+
+
+def test_the_answer_leads_with_the_best_sentence_then_others_in_reading_order() -> None:
+    cands = _cands([(PROSE, "Pipeline parallelism splits the layers of a model into stages."),
+                    (PROSE, "Micro-batches keep every stage busy during the forward pass."),
+                    (PROSE, "The bubble shrinks as the number of micro-batches grows large.")])
+    chosen = choose("How does the bubble shrink?", cands, np.array([0.7, 0.6, 0.9]), neighbour=_neighbour(cands),
+                    add_above=0.5)
+    assert [c.ordinal for c in chosen] == [2, 0, 1]
+    only = choose("How does the bubble shrink?", cands, np.array([0.7, 0.6, 0.9]), add_above=0.8)
+    assert [c.ordinal for c in only] == [2]  # the others score under the cut
+
+
+def test_a_sentence_leaning_back_comes_after_its_predecessor_or_not_at_all() -> None:
+    cands = _cands([(PROSE, "Horovod batches small tensors before the allreduce operation."),
+                    (PROSE, "It uses a fusion buffer of 64 MB by default."),
+                    (CAPTION, "Figure 2: Tensor fusion timeline."),
+                    (PROSE, "This gives a 20% speedup on 64 GPUs in the benchmark run.")])
+    chosen = choose("What is the default fusion buffer?", cands, np.array([0.2, 0.9, 0.1, 0.3]),
+                    neighbour=_neighbour(cands), add_above=0.5)
+    assert [c.ordinal for c in chosen] == [0, 1]
+    # its predecessor is a caption: the leaning sentence cannot be quoted readably, the next best leads
+    chosen = choose("How much faster?", cands, np.array([0.5, 0.1, 0.1, 0.9]), neighbour=_neighbour(cands),
+                    add_above=0.6)
+    assert [c.ordinal for c in chosen] == [0]
+
+
+def test_captions_and_glued_headings_are_never_quoted() -> None:
+    cands = _cands([(PROSE, "ZeRO: Zero Redundancy Optimizer ZeRO removes the memory redundancies."),
+                    (PROSE, "ZeRO partitions optimizer states, gradients and parameters across ranks.")])
+    chosen = choose("What does ZeRO remove?", cands, np.array([0.9, 0.6]), add_above=0.5)
+    assert [c.ordinal for c in chosen] == [1]
+
+
+def test_the_word_budget_holds_after_the_best_sentence() -> None:
+    long = "Sharded data parallel training keeps " + "one shard of every tensor on each rank " * 5 + "today."
+    cands = _cands([(PROSE, "FSDP shards parameters, gradients and optimizer states across ranks."),
+                    (PROSE, long), (PROSE, "Each rank gathers the full parameters just before a layer runs.")])
+    chosen = choose("How does FSDP shard?", cands, np.array([0.9, 0.8, 0.7]), add_above=0.5, max_words=30)
+    assert [c.ordinal for c in chosen] == [0, 2]
+
+
+def test_an_announcing_sentence_brings_its_list_and_a_row_its_header() -> None:
+    cands = _cands([(PROSE, "ZeRO has three stages of increasing savings:"), (ITEM, "- Stage 1 partitions optimizer "
+                    "states."), (ITEM, "- Stage 2 partitions gradients as well."), (PROSE, "A closing remark here.")])
+    chosen = choose("What are ZeRO's stages?", cands, np.array([0.9, 0.3, 0.3, 0.2]), neighbour=_neighbour(cands))
+    assert [c.ordinal for c in chosen] == [0, 1, 2]
+    table = _cands([(ROW, "| model | GPUs | TFLOPS |"), (ROW, "| GPT-3 | 1024 | 140 |"), (ROW, "| BERT | 64 | 90 |")],
+                   doc="t")
+    chosen = choose("How many TFLOPS for GPT-3?", table, np.array([0.1, 0.9, 0.8]), neighbour=_neighbour(table))
+    assert [c.ordinal for c in chosen] == [0, 1]  # the header, the row; not a second row of the table
+    hit = Hit(rank=1, score=1.0, doc_id="t", url="https://x.org/t", title="T", page=1, section=None, text="")
+    body, cites = compose(chosen, [hit])
+    assert body == "- model | GPUs | TFLOPS [1]\n- GPT-3 | 1024 | 140 [1]" and len(cites) == 1
+
+
+def test_a_sentence_the_previous_answer_quoted_goes_last() -> None:
+    cands = _cands([(PROSE, "ZeRO stage 1 partitions the optimizer states across ranks."),
+                    (PROSE, "ZeRO stage 3 also partitions the parameters across ranks.")])
+    chosen = choose("what about stage 3?", cands, np.array([0.9, 0.8]), avoid={cands[0].text}, add_above=0.5)
+    assert [c.ordinal for c in chosen] == [1]
+    # nothing new reaches the cut: what was said is said again rather than something that does not answer
+    chosen = choose("what about stage 3?", cands, np.array([0.9, 0.3]), avoid={cands[0].text}, add_above=0.5)
+    assert [c.ordinal for c in chosen][:1] == [0]
+
+
+def test_features_relative_to_the_other_candidates_and_the_neighbours() -> None:
+    """Rarity among the candidates, the sentence before, the document's best: what a linear model
+    cannot work out from one sentence alone."""
+    facts = QuestionFacts({"bucket": 2.0, "ddp": 2.0}, asked_kinds("How large is a DDP bucket?"), frozenset())
+    texts = ["DDP all-reduces gradients.", "Each bucket holds 25 MB, 3 layers?",
+             "The model is wrapped in bucket order.", "Unrelated words stand here."]
+    places = [Place(PROSE, 0, 0, 0.1, False, "a", 4), Place(PROSE, 0, 0, 0.2, False, "a", 5),
+              Place(PROSE, None, 1, 0.5, False, "b", 1), Place(PROSE, None, 1, 0.6, False, "b", 9)]
+    x = feature_matrix(facts, texts, places, np.array([0.6, 0.5, 0.4, 0.1], np.float32))
+    col = {name: x[:, i] for i, name in enumerate(FEATURES)}
+    assert col["local_overlap"][0] > col["local_overlap"][1] > 0  # "ddp" is rarer among them than "bucket"
+    assert col["overlap"][0] == col["overlap"][1]  # while the corpus-wide idf weighs them alike
+    assert col["overlap_gap"].tolist() == pytest.approx([0.0, 0.0, 0.0, -0.5])
+    assert col["prev_overlap"].tolist() == pytest.approx([0.0, 0.5, 0.0, 0.0])  # "a" 4 comes right before "a" 5
+    assert col["next_overlap"][0] == pytest.approx(0.5) and col["prev_cosine"][1] == pytest.approx(0.6)
+    assert col["doc_best_cosine"].tolist() == pytest.approx([0.6, 0.6, 0.4, 0.4])
+    assert col["doc_best_overlap"].tolist() == pytest.approx([0.5, 0.5, 0.5, 0.5])
+    assert col["doc_share"].tolist() == [0.5] * 4
+    assert col["asks_back"].tolist() == [0.0, 1.0, 0.0, 0.0]
+    assert col["numbers"][1] > 0 and col["numbers"][0] == 0.0
+
+
+def test_the_same_sentence_from_a_second_copy_of_the_work_is_quoted_once() -> None:
+    arxiv = _cands([(PROSE, "ZeRO removes the memory redundancies across data-parallel processes [12].")], "arxiv")
+    proceedings = _cands([(PROSE, "ZeRO removes the memory redundancies across data-parallel processes.")], "sc20")
+    other = _cands([(PROSE, "Stage 3 of ZeRO partitions the parameters across the processes too.")], "blog")
+    cands = arxiv + proceedings + other
+    chosen = choose("How does ZeRO save memory?", cands, np.array([0.9, 0.85, 0.6]), add_above=0.1)
+    assert [c.doc_id for c in chosen] == ["arxiv", "blog"]
+
+
+def test_a_numbered_heading_glued_before_a_sentence_is_furniture() -> None:
+    assert furniture("5.2 Comparison to ZeRO-3 We compare PTD-P to ZeRO-3 in Table 2 and Figure 10.")
+    assert not furniture("PTD-P outperforms ZeRO-3 by 70% for both models due to less cross-node communication.")
+
+
+def test_the_llm_context_is_the_best_rated_sentences_first_then_their_passage() -> None:
+    from dmlqa.query.extractive import Pool, llm_sources
+
+    hits = [Hit(rank=1, score=1.0, doc_id="a", url="https://a.org", title="A", page=None, section=None,
+                text="Passage of A about pipelines."),
+            Hit(rank=2, score=0.5, doc_id="b", url="https://b.org", title="B", page=None, section=None,
+                text="Passage of B about ZeRO.")]
+    cands = (_cands([(PROSE, "Pipelines keep every stage busy with micro-batches.")], "a")
+             + _cands([(PROSE, "ZeRO partitions the optimizer states across the ranks."),
+                       (CAPTION, "Figure 2: ZeRO memory savings.")], "b"))
+    cands = [Candidate(0 if c.doc_id == "a" else 1, c.doc_id, c.ordinal, c.text, c.role, c.page) for c in cands]
+    pool = Pool(cands, [], np.zeros(3, np.float32), QuestionFacts({}, frozenset(), frozenset()), hits,
+                lambda c, step: None)
+    sources = llm_sources(pool, np.array([0.2, 0.9, 0.95]))
+    assert [s.doc_id for s in sources] == ["b", "a"] and [s.rank for s in sources] == [1, 2]  # the best first
+    assert sources[0].text.splitlines()[0] == "ZeRO partitions the optimizer states across the ranks."
+    assert "Figure 2" not in sources[0].text.splitlines()[0]  # a caption is no quote
+    assert sources[0].text.endswith("Passage of B about ZeRO.")
+
+
+def test_the_best_sentence_brings_the_sentences_after_it_it_reads_on() -> None:
+    """A passage often names what was asked, then states it: "The most common reasons are ..." ->
+    "The parameters do not fit on one device." The best sentence brings ``read_on`` readable ones."""
+    cands = _cands([(PROSE, "Mesh TensorFlow is meant for more sophisticated parallel computation."),
+                    (PROSE, "The parameters of the model may not fit on one device at all."),
+                    (CAPTION, "Figure 1: A mesh of eight devices."),
+                    (PROSE, "Data-parallel training alone does not need Mesh TensorFlow.")])
+    scores = np.array([0.9, 0.1, 0.1, 0.5])
+    alone = choose("What is Mesh TensorFlow for?", cands, scores, neighbour=_neighbour(cands), add_above=0.6)
+    assert [c.ordinal for c in alone] == [0]
+    read = choose("What is Mesh TensorFlow for?", cands, scores, neighbour=_neighbour(cands), add_above=0.6, read_on=2)
+    assert [c.ordinal for c in read] == [0, 1]  # the caption stops the reading
+
+
+# -- the refit's refusal cut (bench/train_selector.py) ------------------------------------------------------
+
+
+def _refuse_cut():  # noqa: ANN202 - the bench script is no package: loaded from its file
+    import importlib.util
+    import sys
+    from pathlib import Path
+
+    path = Path(__file__).resolve().parent.parent / "bench" / "train_selector.py"
+    spec = importlib.util.spec_from_file_location("dmlqa_bench_train_selector", path)
+    assert spec is not None and spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    sys.modules[spec.name] = module  # its dataclasses look their module up there
+    spec.loader.exec_module(module)
+    return module.refuse_cut
+
+
+def _item(best: float, answerable: bool, absent: tuple[str, ...] = ()):  # noqa: ANN202
+    from types import SimpleNamespace
+
+    return SimpleNamespace(q={"answerable": answerable}, absent=list(absent)), np.array([best / 2, best])
+
+
+def test_the_refusal_cut_makes_the_fewest_mistakes_midway_in_its_gap() -> None:
+    """An off-topic question (0.1) is refused, no answerable one (0.3 and up) is; a question already
+    refused by name (0.9) does not move the cut; the cut sits midway between 0.1 and 0.3."""
+    items, scores = zip(*[_item(0.3, True), _item(0.5, True), _item(0.8, True), _item(0.1, False),
+                          _item(0.9, False, ("torchtitan",))], strict=True)
+    assert _refuse_cut()(list(items), list(scores)) == pytest.approx(0.2)
+
+
+def test_with_every_unanswerable_question_refused_by_name_the_cut_refuses_no_answerable_one() -> None:
+    """A cut fitted to refuse a share of the answerable questions would refuse the weakest (0.04) and
+    nothing else: the cut goes under it, halfway to 0."""
+    items, scores = zip(*[_item(0.04, True), _item(0.5, True), _item(0.7, False, ("Hivemind",))], strict=True)
+    cut = _refuse_cut()(list(items), list(scores))
+    assert 0 < cut < 0.04 and cut == pytest.approx(0.02)
