@@ -515,9 +515,10 @@ class IndexVersion:
     def sentence_rows(self, doc_id: str) -> range:
         """A document's sentence rows: contiguous, in the order of the document (a build stores its quotable
         sentences by ordinal), so row ``r - 1`` is the stored sentence before ``r``."""
-        place = self._placement.get(doc_id)
-        first = int(self.sentence_offsets[place[0]]) + place[3] if place else 0
-        return range(first, first + place[4]) if place else range(0)
+        if (place := self._placement.get(doc_id)) is None:
+            return range(0)
+        first = int(self.sentence_offsets[place[0]]) + place[3]
+        return range(first, first + place[4])
 
     def sentence_places(self, rows: Iterable[int]) -> dict[int, SentencePlace]:
         """Some sentences by row, without their texts (rows and chunks counted across the version): an answer
@@ -551,19 +552,14 @@ class IndexVersion:
 
     def sentence_cosines(self, rows: Sequence[int], q: np.ndarray) -> np.ndarray:
         """``sentence_vectors(rows) @ q`` computed on the stored codes (:meth:`Segment.sentence_cosines`)."""
-        rows = np.asarray(rows, dtype=np.int64)
-        out = np.zeros(len(rows), dtype=np.float32)
-        seg = np.searchsorted(self.sentence_offsets, rows, side="right") - 1
-        for s in np.unique(seg).tolist():
-            pick = np.flatnonzero(seg == s)
-            out[pick] = self.segments[s].sentence_cosines(rows[pick] - int(self.sentence_offsets[s]), q)
-        return out
+        return self._gather(rows, self.sentence_offsets, lambda seg, local: seg.sentence_cosines(local, q), per_row=())
 
-    def _gather(self, rows: Iterable[int], offsets: np.ndarray,
-                read: Callable[[Segment, np.ndarray], np.ndarray]) -> np.ndarray:
-        """Vectors of version rows (passages or sentences, numbered by ``offsets``), read segment by segment."""
+    def _gather(self, rows: Iterable[int], offsets: np.ndarray, read: Callable[[Segment, np.ndarray], np.ndarray],
+                *, per_row: tuple[int, ...] | None = None) -> np.ndarray:
+        """What ``read`` gives for version rows (passages or sentences, numbered by ``offsets``), segment by
+        segment: an array of shape ``per_row`` a row (default: a vector of the version's dimension)."""
         rows = np.asarray(list(rows), dtype=np.int64)
-        out = np.zeros((len(rows), self.dim), dtype=np.float32)
+        out = np.zeros((len(rows), *((self.dim,) if per_row is None else per_row)), dtype=np.float32)
         seg = np.searchsorted(offsets, rows, side="right") - 1
         for s in np.unique(seg).tolist():
             pick = np.flatnonzero(seg == s)

@@ -430,9 +430,10 @@ def choose(question: str, cands: Sequence[Candidate], scores: np.ndarray, *,
     if not len(cands):
         return []
     rank = np.asarray(scores, np.float64)
-    said = np.array([c.text in avoid for c in cands], bool)
-    if said.any() and (~said).any() and rank[~said].max() >= max(add_above, AVOID_RATIO * rank[said].max()):
-        rank = rank - 2.0 * said  # something new answers nearly as well: what was said goes last
+    repeated = np.array([c.text in avoid for c in cands], bool)
+    if repeated.any() and (~repeated).any() and rank[~repeated].max() >= max(add_above,
+                                                                            AVOID_RATIO * rank[repeated].max()):
+        rank = rank - 2.0 * repeated  # something new answers nearly as well: what was said goes last
     qtokens = set(tokenize(question))
     blocks: list[list[Candidate]] = []
     taken: set[tuple[str, int]] = set()
