@@ -5,9 +5,9 @@ its ``efConstruction`` sets what a build pays per vector and how good the graph 
 every vector in a built home's embedding cache (passages and quotable sentences of the real encoder), with
 300 of them held out as queries and exact inner-product search as the truth.
 
-    .venv/bin/python bench/ann_index.py --home /tmp/snaphome [--ef-construction 80 48 40] [--save]
+    .venv/bin/python bench/ann_index.py --home /tmp/snaphome [--m 16 12] [--ef-construction 80 48 40 32] [--save]
 
-Prints, per efConstruction: CPU µs to add a vector (one thread) and recall@10 at efSearch 128, 96, 80 and 64
+Prints, per M and efConstruction: CPU µs to add a vector (one thread) and recall@10 at efSearch 128, 96, 80 and 64
 (the version's first probe of each segment uses 64); ``--save`` writes ``bench/results/ann_index.json``.
 """
 
@@ -35,14 +35,14 @@ def cached_vectors(home: Path) -> np.ndarray:
     return np.stack([np.frombuffer(blob, dtype=np.float32) for (blob,) in rows])
 
 
-def measure(x: np.ndarray, queries: np.ndarray, ef_construction: int) -> dict:
+def measure(x: np.ndarray, queries: np.ndarray, ef_construction: int, m: int = HNSW_M) -> dict:
     import faiss
 
     faiss.omp_set_num_threads(1)
     flat = faiss.IndexFlatIP(x.shape[1])
     flat.add(x)
     _, truth = flat.search(queries, 10)
-    index = faiss.IndexHNSWSQ(x.shape[1], faiss.ScalarQuantizer.QT_8bit, HNSW_M, faiss.METRIC_INNER_PRODUCT)
+    index = faiss.IndexHNSWSQ(x.shape[1], faiss.ScalarQuantizer.QT_8bit, m, faiss.METRIC_INNER_PRODUCT)
     index.hnsw.efConstruction = ef_construction
     index.train(x)
     c = time.process_time()
@@ -53,21 +53,22 @@ def measure(x: np.ndarray, queries: np.ndarray, ef_construction: int) -> dict:
         index.hnsw.efSearch = ef
         _, got = index.search(queries, 10)
         recall[str(ef)] = round(float(np.mean([len(set(a) & set(b)) / 10 for a, b in zip(got, truth, strict=True)])), 4)
-    return {"ef_construction": ef_construction, "add_us_per_vector": round(add_s / len(x) * 1e6, 1),
+    return {"M": m, "ef_construction": ef_construction, "add_us_per_vector": round(add_s / len(x) * 1e6, 1),
             "recall_at_10_by_ef_search": recall}
 
 
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--home", type=Path, required=True)
-    ap.add_argument("--ef-construction", type=int, nargs="+", default=[80, 48, 40])
+    ap.add_argument("--ef-construction", type=int, nargs="+", default=[80, 48, 40, 32])
+    ap.add_argument("--m", type=int, nargs="+", default=[16, HNSW_M], help="HNSW links per vector (M) to try")
     ap.add_argument("--save", action="store_true")
     args = ap.parse_args()
     vectors = cached_vectors(args.home)
     order = np.random.default_rng(0).permutation(len(vectors))
     queries, x = vectors[order[:300]], np.ascontiguousarray(vectors[order[300:]])
-    results = [measure(x, queries, efc) for efc in args.ef_construction]
-    out = {"vectors": len(x), "queries": len(queries), "M": HNSW_M, "quantizer": "SQ8", "results": results,
+    results = [measure(x, queries, efc, m) for m in dict.fromkeys(args.m) for efc in args.ef_construction]
+    out = {"vectors": len(x), "queries": len(queries), "M_kept": HNSW_M, "quantizer": "SQ8", "results": results,
            "date": time.strftime("%Y-%m-%d")}
     print(json.dumps(out, indent=1))
     if args.save:

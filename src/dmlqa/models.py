@@ -263,9 +263,10 @@ class CitationLink:
     how: str = ""
 
 
-@dataclass(frozen=True)
+@dataclass(slots=True)
 class Chunk:
-    """A passage sized for the embedding model, with everything a citation needs."""
+    """A passage sized for the embedding model, with everything a citation needs (not frozen: see
+    :class:`dmlqa.extract.sentences.Sentence`)."""
 
     chunk_id: str  # f"{doc_id}#{ordinal}": stable for the same document text
     doc_id: str

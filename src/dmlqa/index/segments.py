@@ -42,11 +42,14 @@ from dmlqa.index.postings import Postings, PostingsBuilder, load_npy
 #: held-out queries, recall@10 against exact search, efSearch 128): float32 M=32 0.997 at 1,808 B a vector;
 #: float16 M=16 0.996 at 912 B; 8-bit scalar-quantised M=16 0.992 at 528 B. The last is kept: a quarter of
 #: the bytes for 0.5 % of recall, and the version of a 200k-passage collection fits in 800 MiB.
-#: efConstruction 48, not 80: the graph's build is most of a large segment's cost (27 % of a 100k-passage build's
-#: CPU), and on 19k real vectors of the snapshot (SQ8, M=16) 48 builds in about half the time (116 against 217 µs)
-#: for recall@10 0.980 against 0.983 at efSearch 128 and 0.971 against 0.977 at 64 (``bench/ann_index.py``).
-HNSW_M = 16
-HNSW_EF_CONSTRUCTION = 48
+#: M=12 and efConstruction 40 (were 16 and 80): the graph's build is the largest single cost of a large segment (a
+#: quarter of a 250k-passage build's CPU), and a 1M build was over its budget. On 19k real vectors of the snapshot
+#: (SQ8, 300 held-out queries; ``bench/ann_index.py``), µs to add a vector and recall@10 at efSearch 128 / 64:
+#: M=16 efC 80: 217, 0.983 / 0.977; 48: 108, 0.980 / 0.971; 40: 101, 0.978 / 0.965; 32: 74, 0.974 / 0.959;
+#: M=12 efC 48: 97, 0.979 / 0.970; 40: 84, 0.976 / 0.962. On the scale bench's stand-in vectors M=12 saves 14 %
+#: of the graph's build, and each vector keeps 8 fewer links.
+HNSW_M = 12
+HNSW_EF_CONSTRUCTION = 40
 HNSW_EF_SEARCH = 128
 
 _SCHEMA = """
@@ -63,7 +66,7 @@ CREATE TABLE sentences (
 ZLIB_LEVEL = 6
 
 
-@dataclass(frozen=True)
+@dataclass(slots=True)
 class ChunkRow:
     """A passage as a segment stores it (the version adds the segment's offset to ``row``)."""
 
@@ -77,7 +80,7 @@ class ChunkRow:
     end: int
 
 
-@dataclass(frozen=True)
+@dataclass(slots=True)
 class SentenceRow:
     row: int
     doc_id: str
