@@ -136,6 +136,21 @@ def test_cosines_on_the_codes_equal_the_stored_vectors_times_the_query(version) 
     assert v.sentence_cosines([], q).shape == (0,)
 
 
+def test_codes_are_read_by_pread_equal_to_the_stored_array_in_any_order(version) -> None:
+    """Sentence codes come from ``pread`` runs, not the memory map (so answers do not grow the reader's RSS):
+    any order, repeats and gaps give exactly the stored rows, and a row past the end is an error."""
+    v, _, _ = version
+    for seg in v.segments:
+        n = len(seg._sq)
+        if not n:
+            continue
+        rng = np.random.default_rng(n)
+        for rows in (rng.integers(0, n, 3 * n), np.arange(n)[::-1], np.array([n - 1, 0, 0, n - 1]), np.array([0])):
+            assert np.array_equal(seg._codes(rows), np.asarray(seg._sq[rows]))
+        with pytest.raises(IndexError):
+            seg._codes(np.array([0, n]))
+
+
 def test_reading_nothing_reads_nothing(version) -> None:
     v, _, _ = version
     assert v.sentence_places([]) == {}
