@@ -37,6 +37,7 @@ import numpy as np
 from dmlqa.errors import IndexDamagedError
 from dmlqa.index.ann import choose_index_type
 from dmlqa.index.postings import Postings, PostingsBuilder, load_npy
+from dmlqa.index.rowread import read_rows
 
 #: HNSW parameters for big segments. Measured on 11k real all-MiniLM-L6-v2 vectors of the snapshot (300
 #: held-out queries, recall@10 against exact search, efSearch 128): float32 M=32 0.997 at 1,808 B a vector;
@@ -445,28 +446,8 @@ class Segment:
         return self._codes(rows).astype(np.float32) * np.asarray(self._scale[rows])[:, None]
 
     def _codes(self, rows: np.ndarray) -> np.ndarray:
-        """The int8 codes of ``rows`` (any order, repeats allowed), read with ``pread``, a call per run of
-        consecutive rows (a document's sentences are one run).
-
-        Not through the memory map: every page an answer touched stayed in the reader's RSS, and the
-        thousands of sentences each answer ranks made it grow with the questions asked (200k passages:
-        +150 MiB over 30 answers, past the 600 MiB a reader may take)."""
-        sq = self._sq
-        if not isinstance(sq, np.memmap) or not len(rows) or not hasattr(os, "pread"):
-            return np.asarray(sq[rows])
-        dim = int(sq.shape[1])
-        order = np.argsort(rows, kind="stable")
-        ordered = rows[order]
-        if ordered[0] < 0 or ordered[-1] >= len(sq):
-            raise IndexError(f"sentence rows outside 0..{len(sq) - 1}")
-        cuts = np.flatnonzero(np.diff(ordered) > 1) + 1
-        out = np.empty((len(rows), dim), dtype=np.int8)
-        fd = self._sq_file.fileno()
-        for a, b in zip(np.r_[0, cuts], np.r_[cuts, len(ordered)], strict=True):
-            lo, hi = int(ordered[a]), int(ordered[b - 1]) + 1
-            block = np.frombuffer(os.pread(fd, (hi - lo) * dim, sq.offset + lo * dim), dtype=np.int8)
-            out[order[a:b]] = block.reshape(hi - lo, dim)[ordered[a:b] - lo]
-        return out
+        """The int8 codes of ``rows``, read with ``pread`` (:func:`dmlqa.index.rowread.read_rows` says why)."""
+        return read_rows(self._sq_file, self._sq, rows)
 
     def sentence_cosines(self, rows: Sequence[int] | np.ndarray, q: np.ndarray) -> np.ndarray:
         """Inner products of some sentences' vectors with ``q``: the codes times ``q``, then each row's scale
