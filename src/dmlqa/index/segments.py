@@ -468,15 +468,19 @@ class Segment:
             raise IndexDamagedError(self._version_name, f"segment {self.folder.name}: rows.sqlite cannot be read "
                                                         f"({short_error(exc)})") from None
 
-    def chunks(self, rows: Sequence[int]) -> list[ChunkRow]:
-        out: list[ChunkRow] = []
-        rows = [int(r) for r in rows]
+    def _query_in(self, sql: str, rows: Sequence[int], before: Sequence[Any] = ()) -> list[tuple]:
+        """``sql`` for ``rows``, whose ``{marks}`` is the placeholder list of an ``IN``, run 500 rows at a time (under
+        SQLite's limit on bound parameters); ``before`` are the parameters ahead of the list."""
+        out: list[tuple] = []
         for s in range(0, len(rows), 500):
             part = rows[s : s + 500]
-            out += [_chunk(r) for r in self._query(
-                f'SELECT row, chunk_id, doc_id, page, section, start, "end", body FROM chunks WHERE row IN '
-                f"({','.join('?' * len(part))})", part)]
+            out += self._query(sql.format(marks=",".join("?" * len(part))), (*before, *part))
         return out
+
+    def chunks(self, rows: Sequence[int]) -> list[ChunkRow]:
+        return [_chunk(r) for r in self._query_in(
+            'SELECT row, chunk_id, doc_id, page, section, start, "end", body FROM chunks WHERE row IN ({marks})',
+            [int(r) for r in rows])]
 
     def chunk_range(self, start: int, n: int) -> list[ChunkRow]:
         return [_chunk(r) for r in self._query(
@@ -511,39 +515,30 @@ class Segment:
         """Some sentences (local rows) without their texts, in row order; their rows and chunks are numbered from
         ``row_base`` and ``chunk_base`` (a version's offsets for this segment), so a version hands them on as
         they come from SQLite."""
-        rows = sorted({int(r) for r in rows})
-        out: list[SentencePlace] = []
-        for s in range(0, len(rows), 500):
-            part = rows[s : s + 500]
-            out += map(SentencePlace._make, self._query(
-                f'SELECT row + ?, chunk + ?, pos, ordinal, start, "end", page, section, role FROM sentences '
-                f"WHERE row IN ({','.join('?' * len(part))}) ORDER BY row", (row_base, chunk_base, *part)))
-        return out
+        return list(map(SentencePlace._make, self._query_in(
+            _PLACES + "WHERE row IN ({marks}) ORDER BY row", sorted({int(r) for r in rows}), (row_base, chunk_base))))
 
     def sentence_places_in(self, first: int, n: int, start: int, end: int, *, row_base: int = 0,
                            chunk_base: int = 0) -> list[SentencePlace]:
         """The sentences of rows ``first .. first + n`` (one document's) that overlap ``[start, end)``, without
         their texts, in row order (numbered as :meth:`sentence_places` numbers them)."""
         return list(map(SentencePlace._make, self._query(
-            'SELECT row + ?, chunk + ?, pos, ordinal, start, "end", page, section, role FROM sentences '
-            'WHERE row >= ? AND row < ? AND start < ? AND "end" > ? ORDER BY row',
+            _PLACES + 'WHERE row >= ? AND row < ? AND start < ? AND "end" > ? ORDER BY row',
             (row_base, chunk_base, first, first + n, end, start))))
 
     def chunk_sentence_texts(self, rows: Sequence[int]) -> dict[int, list[str]]:
         """The texts of the sentences stored with each of some passages (local rows), in stored order: a
         :class:`SentencePlace`'s ``pos`` indexes its passage's list. Only these passages' bodies are read."""
-        out: dict[int, list[str]] = {}
-        rows = [int(r) for r in dict.fromkeys(rows)]
-        for s in range(0, len(rows), 500):
-            part = rows[s : s + 500]
-            for row, body in self._query(f"SELECT row, body FROM chunks WHERE row IN ({','.join('?' * len(part))})",
-                                         part):
-                out[row] = _body(body)[1]
-        return out
+        return {row: _body(body)[1] for row, body in self._query_in(
+            "SELECT row, body FROM chunks WHERE row IN ({marks})", [int(r) for r in dict.fromkeys(rows)])}
 
     def close(self) -> None:
         self._db.close()
         self._sq_file.close()
+
+
+#: A :class:`SentencePlace` as SQLite gives it, its row and chunk moved by the two parameters ahead of the rest.
+_PLACES = 'SELECT row + ?, chunk + ?, pos, ordinal, start, "end", page, section, role FROM sentences '
 
 
 def _chunk(r: tuple) -> ChunkRow:
