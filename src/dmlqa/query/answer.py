@@ -15,6 +15,7 @@ import time
 import unicodedata
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field, replace
+from typing import TYPE_CHECKING
 
 from dmlqa.index.lexical import tokenize
 from dmlqa.index.versions import IndexVersion
@@ -24,6 +25,11 @@ from dmlqa.query.names import name_refusal, unknown_names
 from dmlqa.query.prompt import MAX_QUESTION_CHARS
 from dmlqa.query.search import Filters, Searcher, SearchOptions, undated_excluded
 from dmlqa.settings import Settings
+
+if TYPE_CHECKING:
+    import numpy as np
+
+    from dmlqa.query.extractive import Pool
 
 #: The extractive refusal opens with the phrase the citation check reads as a refusal in an LLM answer.
 REFUSAL = REFUSAL_PREFIX + "."
@@ -91,24 +97,35 @@ def sentences_of(text: str) -> list[str]:
     return [s.strip() for s in _SENT_END.split(flat) if s.strip()]
 
 
+def scored_pool(searcher: Searcher, version: IndexVersion, question: str, hits: Sequence[Hit], options: AskOptions,
+                *, previous: str | None = None) -> tuple[Pool, np.ndarray]:
+    """A question's candidate sentences (:func:`dmlqa.query.extractive.gather`) and the selector's score of each:
+    what both answerers start from, gathered once a question (an LLM answer that fails falls back on it)."""
+    from dmlqa.query.extractive import gather
+    from dmlqa.query.selector import default_selector
+
+    pool = gather(searcher, version, question, hits, options, previous=previous)
+    return pool, default_selector().scores(pool.features)
+
+
 def extractive_answer(
     searcher: Searcher, version: IndexVersion, question: str, hits: Sequence[Hit], options: AskOptions, *,
-    previous: str | None = None, avoid: set[str] = frozenset(),
+    previous: str | None = None, avoid: set[str] = frozenset(), scored: tuple[Pool, np.ndarray] | None = None,
 ) -> tuple[str, list[Citation], bool, list[str]]:
     """(answer text, citations, refused, flags): see :mod:`dmlqa.query.extractive`.
 
     ``version`` is the one ``hits`` were retrieved from: candidate sentences and their vectors come
     from it. ``previous`` is the question a follow-up leans on: its terms still retrieve, but the
-    answer is about what is new. The answer is refused when the best sentence scores under the
-    selector's learned threshold (a question naming something no document mentions never gets
-    here: :meth:`Asker.stream` refuses it first, see :mod:`dmlqa.query.names`).
+    answer is about what is new. ``scored``: :func:`scored_pool`'s result when the caller has it. The
+    answer is refused when the best sentence scores under the selector's learned threshold (a question
+    naming something no document mentions never gets here: :meth:`Asker.stream` refuses it first, see
+    :mod:`dmlqa.query.names`).
     """
-    from dmlqa.query.extractive import choose, compose, gather
+    from dmlqa.query.extractive import choose, compose
     from dmlqa.query.selector import default_selector
 
     selector = default_selector()
-    pool = gather(searcher, version, question, hits, options, previous=previous)
-    scores = selector.scores(pool.features)
+    pool, scores = scored or scored_pool(searcher, version, question, hits, options, previous=previous)
     chosen = choose(question, pool.candidates, scores, neighbour=pool.neighbour, add_above=selector.add_above,
                     avoid=avoid, max_sentences=options.max_sentences, max_words=selector.max_words,
                     read_on=selector.read_on)
@@ -118,15 +135,11 @@ def extractive_answer(
     return body, citations, False, []
 
 
-def llm_context(searcher: Searcher, version: IndexVersion, question: str, hits: Sequence[Hit],
-                options: AskOptions, *, previous: str | None = None) -> list[Hit]:
+def llm_context(pool: Pool, scores: np.ndarray, hits: Sequence[Hit], options: AskOptions) -> list[Hit]:
     """The sources an LLM answers from: the candidates the extractive answer ranks, best first
     (:func:`dmlqa.query.extractive.llm_sources`); the retrieved passages when there are none."""
-    from dmlqa.query.extractive import gather, llm_sources
-    from dmlqa.query.selector import default_selector
+    from dmlqa.query.extractive import llm_sources
 
-    pool = gather(searcher, version, question, hits, options, previous=previous)
-    scores = default_selector().scores(pool.features)
     return llm_sources(pool, scores, max_sources=options.passages) or list(hits)
 
 
@@ -236,10 +249,12 @@ class Asker:
                             undated_excluded=undated)
             return AskStream(iter([answer.answer]), lambda: answer)
 
+        scored: tuple[Pool, np.ndarray] | None = None  # gathered once when the LLM path needs it first
+
         def extractive(extra_notice: str | None = None) -> Answer:
             said = {c.quote for c in previous.citations} if context and isinstance(previous, Answer) else set()
             body, cites, refused, flags = extractive_answer(self.searcher, version, text, hits, options,
-                                                            previous=context, avoid=said)
+                                                            previous=context, avoid=said, scored=scored)
             if refused:
                 cites = nearest_sources(hits)
                 if cites:
@@ -252,7 +267,8 @@ class Asker:
         if self.llm is None or not options.use_llm or not hits:
             answer = extractive()
             return AskStream(iter([answer.answer]), lambda: answer)
-        context_hits = llm_context(self.searcher, version, text, hits, options, previous=context)
+        scored = scored_pool(self.searcher, version, text, hits, options, previous=context)
+        context_hits = llm_context(*scored, hits, options)
         return self._llm_stream(text, hits, notices, extractive, t0, undated, context_hits)
 
     def _llm_stream(self, text, hits, notices, extractive, t0, undated: int = 0,  # noqa: ANN001
