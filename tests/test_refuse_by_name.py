@@ -52,6 +52,13 @@ PASSAGES = {
         "To enable RDMA on macOS, hold the power button, select Options to enter Recovery mode and open the "
         "Terminal.",
     ]),
+    # an organisation named only in the address, closed up: "Grid Labs" is github.com/gridlabs
+    "https://github.com/gridlabs/k8s-train": ("k8s-train", [
+        "Helm charts and Kubernetes templates for multi-node training jobs.",
+    ]),
+    "https://example.org/shared-clusters": ("Shared clusters", [
+        "Many labs share one grid of GPU machines.",
+    ]),
     "https://papers.nips.cc/paper/4687": ("Large Scale Distributed Deep Networks", [
         "Jeffrey Dean, Greg Corrado and Rajat Monga describe Downpour SGD and Sandblaster L-BFGS.",
     ]),
@@ -133,6 +140,8 @@ def test_a_word_common_in_the_index_is_a_concept_not_a_name() -> None:
     "How do the Ray head node and its workers split tasks?",
     # a common word the passage writes as a name ("enter Recovery mode"), beside a name it holds
     "What command enables RDMA from macOS Recovery mode?",
+    # "Grid Labs" is the address of the repository whose text says "Kubernetes"
+    "Who maintains the Grid Labs Kubernetes templates?",
 ])
 def test_names_the_index_holds_are_not_refused(version: IndexVersion, question: str) -> None:
     assert names(version, question) == []
@@ -147,6 +156,8 @@ def test_names_the_index_holds_are_not_refused(version: IndexVersion, question: 
     ("What did Jeff Dean describe?", "Jeff Dean"),
     ("What does ZeRO-5 add?", "ZeRO-5"),  # both tokens occur ("zero", "5"), the name never
     ("How fast is zero++?", "zero++"),
+    # "Grid Labs" names a repository, but FlexFlow is in another document's text, never in its own
+    ("Who maintains the Grid Labs FlexFlow templates?", "Grid Labs FlexFlow"),
     ('How is "Mooncake Store" deployed?', "Mooncake Store"),
 ])
 def test_names_no_document_mentions_are_refused(version: IndexVersion, question: str, missing: str) -> None:

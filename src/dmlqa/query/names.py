@@ -314,12 +314,17 @@ class _Evidence:
     def __init__(self, version: IndexVersion, hits: Sequence[Hit]) -> None:
         self.version = version
         self.hit_texts = [f"{h.title}\n{h.text}" for h in hits]
-        self.doc_texts = [f"{d.title} {d.url} {d.source_url}" for d in version.docs.values()]
+        self.doc_texts = [(d.doc_id, f"{d.title} {d.url} {d.source_url}") for d in version.docs.values()]
         self._rows: dict[tuple[str, ...], np.ndarray] = {}
+
+    def addressed(self, name: str) -> set[str]:
+        """The documents whose title or address holds ``name`` ("AWS Labs" in github.com/awslabs/…)."""
+        pattern = _phrase(name)
+        return {doc_id for doc_id, t in self.doc_texts if pattern.search(t)}
 
     def phrase_found(self, name: str) -> bool:
         pattern = _phrase(name)
-        if any(pattern.search(t) for t in self.hit_texts) or any(pattern.search(t) for t in self.doc_texts):
+        if any(pattern.search(t) for t in self.hit_texts) or any(pattern.search(t) for _, t in self.doc_texts):
             return True
         key = tuple(sorted(set(tokenize(name))))
         if key not in self._rows:
@@ -372,7 +377,7 @@ def _mentioned(evidence: _Evidence, name: str) -> bool:
     # its words must meet in one passage (acronyms aside: "Horovod README" is the README of Horovod's page)
     met = _rows_with(version, tokenize(" ".join(w for w in words if not _ACRONYM.fullmatch(w))), every=True)
     if not len(met):
-        return False
+        return _meets_in_address(evidence, words)
     met_texts: list[str] | None = None
     variant = any(ch.isdigit() for ch in name)
 
@@ -398,6 +403,23 @@ def _mentioned(evidence: _Evidence, name: str) -> bool:
                 reach[end] = True
                 break
     return reach[-1]
+
+
+def _meets_in_address(evidence: _Evidence, words: list[str]) -> bool:
+    """Do some of the words name a document by its title or address and the rest occur in its text?
+    "AWS Labs Kubernetes templates" are those of the repository at github.com/awslabs/…, whose pages
+    say "Kubernetes" but never "Labs": its words meet in no passage, yet the document is the one named."""
+    version = evidence.version
+    for size in range(len(words) - 1, 1, -1):  # one word of a run naming a document proves nothing: "Mooncake Store"
+        for start in range(len(words) - size + 1):
+            piece, rest = words[start : start + size], words[:start] + words[start + size :]
+            docs = evidence.addressed(" ".join(piece))
+            tokens = tokenize(" ".join(w for w in rest if not _ACRONYM.fullmatch(w)))
+            if docs and tokens:
+                rows = _rows_with(version, tokens, every=True)
+                if any(version.doc_of(int(r)) in docs for r in rows):
+                    return True
+    return False
 
 
 def _shape(text: str) -> str:
