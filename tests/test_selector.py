@@ -122,6 +122,20 @@ def test_the_feature_matrix_has_one_named_column_per_feature() -> None:
     assert col["standalone"].tolist() == [1.0, 0.0] and col["is_item"].tolist() == [0.0, 1.0]
     assert col["passage_rank"].tolist() == [1.0, 0.0] and col["doc_rank"].tolist() == [1.0, 0.25]
     assert col["section_first"].tolist() == [1.0, 0.0]
+    assert col["position"].tolist() == pytest.approx([0.1, 0.9]) and col["is_row"].tolist() == [0.0, 0.0]
+    assert col["cosine_rank"].tolist() == [1.0, 0.5] and col["bm25_rank"].tolist() == [1.0, 0.5]
+    assert col["length"].tolist() == pytest.approx([np.log1p(8), np.log1p(7)])
+
+
+def test_the_rarest_question_term_marks_the_sentences_about_what_is_asked() -> None:
+    """"fusion" weighs more than "buffer": a sentence holding only "buffer" is not about the fusion buffer."""
+    facts = QuestionFacts({"fusion": 3.0, "buffer": 2.0}, frozenset(), frozenset())
+    texts = ["Tensor fusion batches small tensors.", "The buffer is freed after each step.", "Nothing here."]
+    places = [Place(PROSE, 0, 0, 0.1, False), Place(PROSE, 0, 0, 0.2, False), Place(PROSE, 0, 0, 0.3, False)]
+    x = feature_matrix(facts, texts, places, np.array([0.3, 0.5, 0.1], np.float32))
+    assert x[:, FEATURES.index("rarest_term")].tolist() == [1.0, 0.0, 0.0]
+    no_terms = feature_matrix(QuestionFacts({}, frozenset(), frozenset()), texts, places, np.zeros(3, np.float32))
+    assert not no_terms[:, FEATURES.index("rarest_term")].any()
 
 
 # -- the weights file -------------------------------------------------------------------------------------
