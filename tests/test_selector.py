@@ -26,6 +26,7 @@ from dmlqa.query.features import (
     kind_miss,
     overlap,
     standalone,
+    title_like,
 )
 from dmlqa.query.selector import SelectorModelError, default_selector, load_selector
 
@@ -283,9 +284,24 @@ def test_the_same_sentence_from_a_second_copy_of_the_work_is_quoted_once() -> No
     assert [c.doc_id for c in chosen] == ["arxiv", "blog"]
 
 
+def test_a_line_written_as_a_title_is_marked_so_the_model_can_weigh_it() -> None:
+    assert title_like("- Activation Checkpointing and CPU Offload")  # a menu entry of a docs page
+    assert title_like("Scaling Distributed Training with Adaptive Sharding")  # a paper's title in a reading list
+    assert not title_like("Activation checkpointing trades compute for memory.")  # a sentence
+    assert not title_like("Sharding")  # one word: a name, which "which" questions ask for
+    assert not title_like("Model | GPUs | TFLOPs")  # a table row is is_row's
+    assert not title_like("See the Examples:")  # it announces what follows
+
+
 def test_a_numbered_heading_glued_before_a_sentence_is_furniture() -> None:
     assert furniture("5.2 Comparison to ZeRO-3 We compare PTD-P to ZeRO-3 in Table 2 and Figure 10.")
     assert not furniture("PTD-P outperforms ZeRO-3 by 70% for both models due to less cross-node communication.")
+    # a three-level number is a section's; a heading whose first word the sentence says again
+    assert furniture("3.1.4 Activation Memory Activation memory grows with the sequence length.")
+    assert furniture("4.2 Sequence Parallelism sequence parallelism splits the layer norms.")
+    # a decimal opening a sentence is no section number
+    assert not furniture("2.5 GB of activations are kept per layer.")
+    assert not furniture("1.5 Tensor parallelism halves the memory of each layer.")
 
 
 def test_the_llm_context_is_the_best_rated_sentences_first_then_their_passage() -> None:

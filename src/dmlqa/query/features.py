@@ -53,6 +53,7 @@ FEATURES = (
     "doc_share",  # share of the candidates that come from its document
     "asks_back",  # the sentence is itself a question: it asks, it does not answer
     "numbers",  # log of how many numbers it holds (figures answer "how much")
+    "title_like",  # every word capitalised and no sentence end: a heading, a menu entry or a paper's title
 )
 
 
@@ -227,11 +228,29 @@ _LEGEND = re.compile(r"^(?:Figure|Fig\.?|Table)\s*\d+[a-z]?\s*[:.|]|\b(?:Figure|
 _GLUED_HEADING = re.compile(r"^[\w.+-]{2,30}:\s+(?:[A-Z][\w-]*\s+){2,5}[A-Z][\w-]*\s+[a-z]|"
                             r"^(?:\d+(?:\.\d+)*\.?\s+)?[A-Z][A-Z -]{4,}\s+[A-Z][a-z]|"
                             # "5.2 Comparison to ZeRO-3 We compare ...": a numbered heading before the sentence
-                            r"^\d+(?:\.\d+)+\.?\s+[A-Z][\w-]*(?:\s+[\w-]+){0,6}?\s+(?:We|In|This|The|Our|Here|To)\s")
+                            r"^\d+(?:\.\d+)+\.?\s+[A-Z][\w-]*(?:\s+[\w-]+){0,6}?\s+(?:We|In|This|The|Our|Here|To)\s|"
+                            # "4.2.3 Pipeline Parallelism ...": a number of three levels is a section's, never a figure
+                            r"^\d+\.\d+\.\d+\.?\s+[A-Z]|"
+                            # "5.2 Pipeline Parallelism Pipeline parallelism divides ...": the heading said again
+                            r"^\d+(?:\.\d+)+\.?\s+(?P<head>[A-Z][\w-]*)(?:\s+[A-Z][\w-]*){0,5}\s+(?i:(?P=head))\s")
 #: Words run together by the PDF text layer: a lower-case run longer than English words get
 #: ("weobservethatthetrainingthroughput"). CamelCase names (HybridParallelPlugin,
 #: hvd.DistributedOptimizer) are code, not glued words; a legend glued after a word is :data:`_LEGEND`'s.
 _RUN_TOGETHER = re.compile(r"(?<![/\w])\w*[a-z]{18,}")
+
+
+_SMALL_WORDS = frozenset("a an and as at by for from in into of on or per the to via vs with".split())
+
+
+def title_like(text: str) -> bool:
+    """Is it written as a title: two to twelve words, each capitalised but the small ones, no sentence end?
+    In a docs page that is a heading or a menu entry ("Optimizer State and Gradient Partitioning"),
+    in a reading list a paper's title: a weight, not a rule, so the model learns which answers it. Table
+    rows ("a | b") are :data:`FEATURES`' ``is_row``."""
+    words = re.findall(r"[^\W\d_][\w'’-]*", text)
+    if not 2 <= len(words) <= 12 or "|" in text or text.rstrip().endswith((".", "?", "!", ":")):
+        return False
+    return all(w[0].isupper() for w in words if w.lower() not in _SMALL_WORDS)
 
 
 def furniture(text: str) -> bool:
@@ -344,5 +363,6 @@ def feature_matrix(q: QuestionFacts, texts: Sequence[str], places: Sequence[Plac
             len(kin) / n,
             float(text.rstrip().endswith("?")),
             math.log1p(len(_NUMBER.findall(text))),
+            float(title_like(text)),
         )
     return out
