@@ -201,6 +201,10 @@ def test_pdf_line_end_hyphenation_is_repaired() -> None:
     assert dehyphenate("the paral-\nlelism of data-\nparallel and data-parallel") == (
         "the parallelism of data-parallel and data-parallel"
     )
+    # a name broken after its hyphen keeps it, without the line break ("ZeRO- 3" once whitespace is collapsed)
+    assert dehyphenate("ZeRO-\n3 partitions and Megatron- \nLM splits; see pages 4-\n 7") == (
+        "ZeRO-3 partitions and Megatron-LM splits; see pages 4-7"
+    )
 
 
 def test_corrupt_pdf_is_an_error() -> None:

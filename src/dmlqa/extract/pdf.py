@@ -209,6 +209,9 @@ def _pdf_metadata(reader: PdfReader) -> tuple[str | None, tuple[str, ...], str |
 
 _WORDS = re.compile(r"\w+(?:-\w+)*")
 _BROKEN_WORD = re.compile(r"(\w+)-[ \t]*\n[ \t]*([a-z]\w*)")
+#: A hyphen at a line end before a digit or a capital is a name's ("ZeRO-" + "3", "Megatron-" + "LM"): kept,
+#: with the line break taken out, so the name is not quoted as "ZeRO- 3".
+_BROKEN_NAME = re.compile(r"(?<=[A-Za-z0-9])-[ \t]*\n[ \t]*(?=[A-Z0-9])")
 
 
 def _hyphenated_vocabulary(texts: Iterable[str]) -> set[str]:
@@ -220,7 +223,8 @@ def _hyphenated_vocabulary(texts: Iterable[str]) -> set[str]:
 
 
 def dehyphenate(text: str, vocabulary: set[str] | None = None) -> str:
-    """Join words broken by a hyphen at a line end ("paralleliz-\\ning" → "parallelizing").
+    """Join words broken by a hyphen at a line end ("paralleliz-\\ning" → "parallelizing"; "ZeRO-\\n3" →
+    "ZeRO-3").
 
     A compound that the document writes with a hyphen elsewhere ("data-parallel") keeps its
     hyphen; without that evidence the parts are joined, which is right for most line-end breaks.
@@ -234,7 +238,7 @@ def dehyphenate(text: str, vocabulary: set[str] | None = None) -> str:
             return f"{a}-{b}"
         return a + b
 
-    return _BROKEN_WORD.sub(join, text)
+    return _BROKEN_NAME.sub("-", _BROKEN_WORD.sub(join, text))
 
 
 def _describe(e: BaseException) -> str:
