@@ -58,6 +58,7 @@ def test_furniture_headings_captions_code_and_references_are_not_quotable() -> N
     assert classify("11/23/26, 3:16 AM Tensor Fusion — Horovod documentation 1/2") == FURNITURE
     assert classify("Figure 3: Throughput of the pipeline as the number of micro-batches grows.") == CAPTION
     assert classify("4 partition(worldSize); 5 all_gather(params, group=g); 6 return out;") == CODE
+    assert classify("│   ├── checkpointing/   # Saving and loading sharded training state (DCP, FSDP)") == CODE
     assert classify("[21] J. Dean, G. Corrado, et al. Large scale distributed deep networks. In Proceedings of "
                     "NIPS, pp. 1223-1231, 2012.") == REFERENCE
     assert classify("Performance Benchmarking") == HEADING

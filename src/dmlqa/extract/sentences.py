@@ -386,6 +386,8 @@ _REFERENCE_NEEDLES = ("proceedings of", "arxiv preprint arxiv", "url", "pp.", "v
 _CODE_NEEDLES = ("{", "}", ";", "=", "//", "->", "def", "return", "import", "self", "lambda", "elif", "torch",
                  "np", "print")
 _CALL = re.compile(r"\w\(|\(\)")
+#: Box-drawing characters: a directory tree or a text-art table in a README, never a sentence.
+_TREE = re.compile(r"[\u2500-\u257f]")
 #: The characters outside ASCII that IGNORECASE lets match an ASCII letter ("ſ" matches "s"), which a
 #: lower-cased text does not turn into that letter (tests/test_sentence_gates.py checks all of Unicode).
 _FOLDS_TO_ASCII = ("\u0130", "\u0131", "\u017f", "\u212a")
@@ -457,6 +459,8 @@ def classify(text: str, role: str = PROSE, *, title: str = "") -> str:
         return REFERENCE
     if marker_subject(text):
         return REFERENCE  # about a cited work named only by its number: a fragment once the marker goes
+    if _TREE.search(text):
+        return CODE  # a directory tree drawn with box characters: "│ ├── distributed/ # DDP, FSDP"
     code_hits = _code_tokens(text, 3)
     letters = _letters(text)
     if code_hits >= 3 or (code_hits and letters < 0.6 * n) or letters < 0.5 * n:

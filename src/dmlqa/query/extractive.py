@@ -116,12 +116,15 @@ class Pool:
 # -- what the question is about ---------------------------------------------------------------------
 
 #: Words of *asking*, not of the asked-about thing: interrogatives, auxiliaries, pronouns and chat
-#: fillers. The index's stop list is short, so they survive tokenising, and their rarity among
-#: sentences would make a sentence that happens to say "what" or "you" look like the answer.
+#: fillers, and the words that frame a comparison ("the difference between X and Y": the answer is
+#: about X and Y, and seldom says "difference"). The index's stop list is short, so they survive
+#: tokenising, and their rarity among sentences would make a sentence that happens to say "what" or
+#: "you" look like the answer.
 _ASKING_WORDS = frozenset(tokenize(
     "what which who whom whose when where why how whether does do did doing done can could would should "
     "shall may might must i me my mine we us our you your yours he him his she her its it's them "
     "is am are was were been being has have had having so than very just actually really exactly "
+    "differ difference differences between compare compared comparison versus vs "
     "please tell explain say says said know mean means anyone someone something anything way ways"))
 
 

@@ -71,10 +71,12 @@ _ASKS_YEAR = re.compile(r"^\W*when (?:did|was|were|is|has|have)\b|\b(?:what|whic
                         re.I)
 _ASKS_COMPARE = re.compile(r"\b(?:faster|slower|better|worse|more|less|fewer|higher|lower|larger|smaller)\b[^?]*?"
                            r"\bthan\b|\bcompared? (?:to|with)\b|\bversus\b|\bvs\.?\s|\bover\s+(?=[A-Z])|"
-                           r"\brelative to\b", re.I)
+                           r"\brelative to\b|\bdiffer(?:s|ence|ences)? (?:between|from)\b|\b(?:between|from) "
+                           r"[^?]*?\bdiffer\b", re.I)
 #: What a comparison is against: the words after "than", "compared to/with", "versus", "vs", "over".
-_COMPARED = re.compile(r"\b(?:than|compared (?:to|with)|versus|vs\.?|relative to|over)\s+((?:the\s+)?[\w.+/-]+"
-                       r"(?:\s+[\w.+/-]+){0,2})", re.I)
+_COMPARED = re.compile(r"\b(?:than|compared (?:to|with)|versus|vs\.?|relative to|over|differs? from)\s+((?:the\s+)?"
+                       r"[\w.+/-]+(?:\s+[\w.+/-]+){0,2})|\bbetween\s+((?:the\s+)?[\w.+/-]+(?:\s+[\w.+/-]+){0,2}?)\s+"
+                       r"and\s+((?:the\s+)?[\w.+/-]+(?:\s+[\w.+/-]+){0,2})", re.I)
 
 _HAS_NUMBER = re.compile(r"\d")
 _HAS_NAME = re.compile(r"\b[A-Z][a-z]*[A-Z]\w*\b|\b[A-Z][a-z]+(?:-[A-Z0-9]\w*)+\b|\b[A-Z]{2,}[a-z]*\b|"
@@ -107,7 +109,8 @@ def compared_terms(question: str) -> frozenset[str]:
     megatron, lm): the answer is the sentence that names it, not one comparing to other baselines."""
     out: set[str] = set()
     for m in _COMPARED.finditer(question):
-        out |= set(tokenize(m.group(1)))
+        for part in m.groups():  # "than X"; "between X and Y": both
+            out |= set(tokenize(part or ""))
     return frozenset(out - {"the", "a", "an", "that", "it", "baselin"})
 
 
