@@ -337,6 +337,19 @@ def test_the_best_sentence_brings_the_sentences_after_it_it_reads_on() -> None:
     read = choose("What is Mesh TensorFlow for?", cands, scores, neighbour=_neighbour(cands), add_above=0.6, read_on=2)
     assert [c.ordinal for c in read] == [0, 1]  # the caption stops the reading
 
+    # a sentence announcing what its document does not go on to give ("... are:", then a code block not stored)
+    cands = _cands([(PROSE, "Mesh TensorFlow is meant for more sophisticated parallel computation."),
+                    (PROSE, "The major components of this directory are:")])
+    read = choose("What is Mesh TensorFlow for?", cands, np.array([0.9, 0.1]), neighbour=_neighbour(cands),
+                  add_above=0.6, read_on=1)
+    assert [c.ordinal for c in read] == [0]
+    cands = _cands([(PROSE, "Mesh TensorFlow is meant for more sophisticated parallel computation."),
+                    (PROSE, "It offers two layouts:"), (ITEM, "- batch splitting over the mesh"),
+                    (ITEM, "- model splitting over the mesh")])
+    read = choose("What is Mesh TensorFlow for?", cands, np.array([0.9, 0.1, 0.1, 0.1]),
+                  neighbour=_neighbour(cands), add_above=0.6, read_on=1)
+    assert [c.ordinal for c in read] == [0, 1, 2, 3]  # read on with the list it announces
+
 
 # -- the refit's refusal cut (bench/train_selector.py) ------------------------------------------------------
 

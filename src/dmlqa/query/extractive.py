@@ -460,9 +460,17 @@ def choose(question: str, cands: Sequence[Candidate], scores: np.ndarray, *,
         if not blocks:  # a passage often states the answer right after the sentence naming what was asked
             for _ in range(read_on):
                 nxt = neighbour(block[-1], 1)
-                if not _readable(nxt) or _words(block) + _words([nxt]) > max_words:
+                if not _readable(nxt):
                     break
-                block.append(nxt)
+                more = [nxt]
+                if leans_forward(nxt.text):  # "The major components are:" comes with what it announces, or not at all
+                    announced = _announced(nxt, neighbour)
+                    if not announced:
+                        break
+                    more += announced
+                if _words(block) + _words(more) > max_words:
+                    break
+                block += more
         blocks.append(block)
         said += [set(tokenize(b.text)) for b in block]
         taken |= {(b.doc_id, b.ordinal) for b in block}
