@@ -302,6 +302,13 @@ def test_a_numbered_heading_glued_before_a_sentence_is_furniture() -> None:
     # a decimal opening a sentence is no section number
     assert not furniture("2.5 GB of activations are kept per layer.")
     assert not furniture("1.5 Tensor parallelism halves the memory of each layer.")
+    # a title glued before the sentence; a sentence cut off mid-clause at a page break
+    assert furniture("Model Parallel Transformers We take advantage of the structure of transformer networks.")
+    assert furniture("Checkpointing Tutorial A short guide to saving sharded optimizer states")
+    assert furniture("Bounded-staleness schedules such as PipeMare and PipeDream-2BW do")
+    assert furniture("The gradient of each shard is then reduced across the")
+    assert not furniture("See Appendix A for the full list of settings.")
+    assert not furniture("NVIDIA A100 GPUs train the model with tensor parallelism")
 
 
 def test_the_llm_context_is_the_best_rated_sentences_first_then_their_passage() -> None:

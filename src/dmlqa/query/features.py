@@ -235,7 +235,14 @@ _GLUED_HEADING = re.compile(r"^[\w.+-]{2,30}:\s+(?:[A-Z][\w-]*\s+){2,5}[A-Z][\w-
                             # "4.2.3 Pipeline Parallelism ...": a number of three levels is a section's, never a figure
                             r"^\d+\.\d+\.\d+\.?\s+[A-Z]|"
                             # "5.2 Pipeline Parallelism Pipeline parallelism divides ...": the heading said again
-                            r"^\d+(?:\.\d+)+\.?\s+(?P<head>[A-Z][\w-]*)(?:\s+[A-Z][\w-]*){0,5}\s+(?i:(?P=head))\s")
+                            r"^\d+(?:\.\d+)+\.?\s+(?P<head>[A-Z][\w-]*)(?:\s+[A-Z][\w-]*){0,5}\s+(?i:(?P=head))\s|"
+                            # "3D Parallelism Tutorial A generic tutorial on ...": a title, then the sentence
+                            r"^(?:[A-Z0-9][\w-]*\s+){2,6}(?:The|This|These|We|Our|An?(?!\s+(?:for|of|in|to|and|or|"
+                            r"as|is|was|at|on|with|by)\b))\s+[a-z]")
+#: A sentence cut off mid-clause (at a page or column break): no closing mark, and its last word one no
+#: sentence ends on ("... such as PipeMare, PipeDream, and PipeDream-2BW do").
+_CUT_OFF = re.compile(r"(?<![\w-])(?:a|an|the|of|to|and|or|in|on|for|with|by|from|at|as|is|are|was|were|be|do|does|"
+                      r"did|that|which|than|such|its|their|our|whose|can|will|would)\s*$")
 #: Words run together by the PDF text layer: a lower-case run longer than English words get
 #: ("weobservethatthetrainingthroughput"). CamelCase names (HybridParallelPlugin,
 #: hvd.DistributedOptimizer) are code, not glued words; a legend glued after a word is :data:`_LEGEND`'s.
@@ -258,8 +265,9 @@ def title_like(text: str) -> bool:
 
 def furniture(text: str) -> bool:
     """Is the sentence a heading, caption or legend, or does it carry one glued to it, or words run
-    together? Such text does not read as an answer, whatever it matches."""
-    return bool(_LEGEND.search(text) or _GLUED_HEADING.search(text) or _RUN_TOGETHER.search(text))
+    together, or is it cut off mid-clause? Such text does not read as an answer, whatever it matches."""
+    return bool(_LEGEND.search(text) or _GLUED_HEADING.search(text) or _RUN_TOGETHER.search(text)
+                or _CUT_OFF.search(text))
 
 
 # -- the matrix ----------------------------------------------------------------------------------
