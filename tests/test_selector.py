@@ -243,6 +243,16 @@ def test_an_announcing_sentence_brings_its_list_and_a_row_its_header() -> None:
     assert body == "- model | GPUs | TFLOPS [1]\n- GPT-3 | 1024 | 140 [1]" and len(cites) == 1
 
 
+def test_a_line_written_as_a_title_answers_only_a_question_asking_for_a_name() -> None:
+    cands = _cands([(ITEM, "- Smart Gradient Accumulation"),
+                    (PROSE, "Gradient accumulation sums the gradients of several micro-batches before a step.")])
+    scores = np.array([0.9, 0.8])
+    how = choose("How does gradient accumulation work?", cands, scores, neighbour=_neighbour(cands), add_above=0.5)
+    assert [c.ordinal for c in how] == [1]
+    which = choose("Which feature accumulates gradients?", cands, scores, neighbour=_neighbour(cands), add_above=0.5)
+    assert [c.ordinal for c in which][0] == 0
+
+
 def test_a_sentence_the_previous_answer_quoted_goes_last() -> None:
     cands = _cands([(PROSE, "ZeRO stage 1 partitions the optimizer states across ranks."),
                     (PROSE, "ZeRO stage 3 also partitions the parameters across ranks.")])

@@ -44,12 +44,14 @@ from dmlqa.models import Citation, Hit
 from dmlqa.query.features import (
     Place,
     QuestionFacts,
+    asked_kinds,
     bm25,
     feature_matrix,
     furniture,
     leans,
     question_facts,
     standalone,
+    title_like,
 )
 
 #: Word budget of an answer when none is given: a further sentence is added only while the answer stays
@@ -426,6 +428,9 @@ def choose(question: str, cands: Sequence[Candidate], scores: np.ndarray, *,
     ``add_above`` while the answer stays within ``max_words`` and ``max_sentences``, grouped by
     document in reading order.
 
+    A line written as a title (a menu entry, a heading kept as a list item) is quoted only for a question
+    asking for a name or a source, which such a line may be.
+
     ``avoid`` are sentences the previous answer quoted: ranked last when another sentence reaches
     ``add_above`` and :data:`AVOID_RATIO` of their score, so they are said again only when nothing
     else answers.
@@ -438,6 +443,8 @@ def choose(question: str, cands: Sequence[Candidate], scores: np.ndarray, *,
                                                                             AVOID_RATIO * rank[repeated].max()):
         rank = rank - 2.0 * repeated  # something new answers nearly as well: what was said goes last
     qtokens = set(tokenize(question))
+    # a line written as a title ("Smart Gradient Accumulation") answers only a question asking for a name
+    titles = asks_for_resource(question) or "name" in asked_kinds(question)
     blocks: list[list[Candidate]] = []
     taken: set[tuple[str, int]] = set()
     words = 0
@@ -448,7 +455,7 @@ def choose(question: str, cands: Sequence[Candidate], scores: np.ndarray, *,
             continue  # the same sentence in a second copy of the work (arXiv and proceedings) says nothing new
         if blocks and (rank[i] < add_above or len(taken) >= max_sentences):
             break
-        block = _block(c, qtokens, cands, neighbour)
+        block = None if title_like(c.text) and not titles else _block(c, qtokens, cands, neighbour)
         if block is None:
             continue
         block = [b for b in block if (b.doc_id, b.ordinal) not in taken]
