@@ -96,6 +96,7 @@ def test_standalone_sentences_carry_their_own_context() -> None:
     assert not standalone("It uses a fusion buffer of 64 MB by default.")
     assert not standalone("Such a scheme halves the memory of activations.")
     assert not standalone("As shown above, the bubble shrinks with more micro-batches.")
+    assert not standalone("As noted earlier, the ring uses the network well only for large tensors.")
 
 
 def test_headings_captions_legends_and_run_together_words_are_furniture() -> None:
@@ -319,6 +320,8 @@ def test_a_numbered_heading_glued_before_a_sentence_is_furniture() -> None:
     assert furniture("The gradient of each shard is then reduced across the")
     assert not furniture("See Appendix A for the full list of settings.")
     assert not furniture("NVIDIA A100 GPUs train the model with tensor parallelism")
+    assert furniture("TF is similar to our system, where we construct the same computations and ex-")
+    assert furniture("Correspondence to: The Authors <authors@example.org>.")
 
 
 def test_the_llm_context_is_the_best_rated_sentences_first_then_their_passage() -> None:

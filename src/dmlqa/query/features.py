@@ -181,7 +181,8 @@ def bm25(token_lists: Sequence[Sequence[str]], weights: dict[str, float]) -> np.
 #: opening with "Table 4 shows that ..." states its finding and stays; one about an algorithm, equation
 #: or listing it does not show does not.
 _DANGLING = re.compile(r"^(?:\w+\s+){0,4}(?:such (?:a|an)\b|such\s+\w+s\b)|\b(?:the above|aforementioned|"
-                       r"the former|the latter|as mentioned|as discussed|as shown above)\b|"
+                       r"the former|the latter|as mentioned|as discussed|as shown above|"
+                       r"as (?:noted|described|explained|seen|stated) (?:earlier|above|before|previously))\b|"
                        r"^(?:Algorithm|Equation|Eq\.|Listing)\s*\d+\b", re.I)
 
 
@@ -242,7 +243,10 @@ _GLUED_HEADING = re.compile(r"^[\w.+-]{2,30}:\s+(?:[A-Z][\w-]*\s+){2,5}[A-Z][\w-
 #: A sentence cut off mid-clause (at a page or column break): no closing mark, and its last word one no
 #: sentence ends on ("... such as PipeMare, PipeDream, and PipeDream-2BW do").
 _CUT_OFF = re.compile(r"(?<![\w-])(?:a|an|the|of|to|and|or|in|on|for|with|by|from|at|as|is|are|was|were|be|do|does|"
-                      r"did|that|which|than|such|its|their|our|whose|can|will|would)\s*$")
+                      r"did|that|which|than|such|its|their|our|whose|can|will|would)\s*$|(?<=[a-z])-\s*$")
+#: A paper's front matter: "Correspondence to: ... <name@example.org>", "Equal contribution", an e-mail address.
+_FRONT_MATTER = re.compile(r"\bCorrespondence to\b|\bEqual contribution\b|\bWork (?:was )?done (?:while|during)\b|"
+                           r"[\w.+-]+@[\w-]+(?:\.[\w-]+)+")
 #: Words run together by the PDF text layer: a lower-case run longer than English words get
 #: ("weobservethatthetrainingthroughput"). CamelCase names (HybridParallelPlugin,
 #: hvd.DistributedOptimizer) are code, not glued words; a legend glued after a word is :data:`_LEGEND`'s.
@@ -265,9 +269,10 @@ def title_like(text: str) -> bool:
 
 def furniture(text: str) -> bool:
     """Is the sentence a heading, caption or legend, or does it carry one glued to it, or words run
-    together, or is it cut off mid-clause? Such text does not read as an answer, whatever it matches."""
+    together, or is it cut off mid-clause, or a paper's front matter (an author's e-mail)? Such text does
+    not read as an answer, whatever it matches."""
     return bool(_LEGEND.search(text) or _GLUED_HEADING.search(text) or _RUN_TOGETHER.search(text)
-                or _CUT_OFF.search(text))
+                or _CUT_OFF.search(text) or _FRONT_MATTER.search(text))
 
 
 # -- the matrix ----------------------------------------------------------------------------------
