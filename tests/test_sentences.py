@@ -59,6 +59,8 @@ def test_furniture_headings_captions_code_and_references_are_not_quotable() -> N
     assert classify("Figure 3: Throughput of the pipeline as the number of micro-batches grows.") == CAPTION
     assert classify("4 partition(worldSize); 5 all_gather(params, group=g); 6 return out;") == CODE
     assert classify("│   ├── checkpointing/   # Saving and loading sharded training state (DCP, FSDP)") == CODE
+    assert classify("```python # Optional activation checkpointing # if args.checkpointing: enable_checkpointing(args)"
+                    ) == CODE
     assert classify("[21] J. Dean, G. Corrado, et al. Large scale distributed deep networks. In Proceedings of "
                     "NIPS, pp. 1223-1231, 2012.") == REFERENCE
     assert classify("Performance Benchmarking") == HEADING

@@ -459,8 +459,8 @@ def classify(text: str, role: str = PROSE, *, title: str = "") -> str:
         return REFERENCE
     if marker_subject(text):
         return REFERENCE  # about a cited work named only by its number: a fragment once the marker goes
-    if _TREE.search(text):
-        return CODE  # a directory tree drawn with box characters: "│ ├── distributed/ # DDP, FSDP"
+    if _TREE.search(text) or "```" in text:
+        return CODE  # a directory tree drawn with box characters ("│ ├── distributed/"), a markdown code fence
     code_hits = _code_tokens(text, 3)
     letters = _letters(text)
     if code_hits >= 3 or (code_hits and letters < 0.6 * n) or letters < 0.5 * n:
