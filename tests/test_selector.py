@@ -97,6 +97,8 @@ def test_standalone_sentences_carry_their_own_context() -> None:
     assert not standalone("Such a scheme halves the memory of activations.")
     assert not standalone("As shown above, the bubble shrinks with more micro-batches.")
     assert not standalone("As noted earlier, the ring uses the network well only for large tensors.")
+    assert not standalone("The following figure gives an overview of the scheduler.")  # a figure no quote shows
+    assert not standalone("The diagram below shows the ring of eight workers.")
 
 
 def test_headings_captions_legends_and_run_together_words_are_furniture() -> None:

@@ -182,7 +182,9 @@ def bm25(token_lists: Sequence[Sequence[str]], weights: dict[str, float]) -> np.
 #: or listing it does not show does not.
 _DANGLING = re.compile(r"^(?:\w+\s+){0,4}(?:such (?:a|an)\b|such\s+\w+s\b)|\b(?:the above|aforementioned|"
                        r"the former|the latter|as mentioned|as discussed|as shown above|"
-                       r"as (?:noted|described|explained|seen|stated) (?:earlier|above|before|previously))\b|"
+                       r"as (?:noted|described|explained|seen|stated) (?:earlier|above|before|previously)|"
+                       r"(?:following|next) (?:figure|diagram|image|picture|screenshot)|"
+                       r"(?:figure|diagram|image|picture|screenshot) (?:below|above))\b|"
                        r"^(?:Algorithm|Equation|Eq\.|Listing)\s*\d+\b", re.I)
 
 
