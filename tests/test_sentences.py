@@ -83,6 +83,8 @@ def test_source_reference_markers_and_glued_headings_are_removed_for_the_answer(
         "In this section we elaborate on the design.")
     assert for_answer("Tensor Fusion batches 11/23/26, 3:16 AM 1/2 small tensors into one buffer.") == (
         "Tensor Fusion batches small tensors into one buffer.")
+    assert for_answer("[2026/03] **Scalable MoE Training** - a report on __init__ and __all__ hooks.") == (
+        "[2026/03] Scalable MoE Training - a report on __init__ and __all__ hooks.")
     assert leans_back("This reduces memory by 8x.") and leans_back("it also partitions gradients.")
     assert not leans_back("ZeRO-3 partitions the parameters.")
 
