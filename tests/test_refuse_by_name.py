@@ -17,9 +17,9 @@ from test_index_search import build_index
 
 from dmlqa.index.versions import IndexVersion, publish, write_version
 from dmlqa.models import Block, Chunk, Document
-from dmlqa.query.answer import Asker
+from dmlqa.query.answer import NOT_ENGLISH, Asker
 from dmlqa.query.llm import LLMBackend, LLMConfig
-from dmlqa.query.names import candidate_names, name_refusal, unknown_names
+from dmlqa.query.names import candidate_names, name_refusal, not_english, unknown_names
 from dmlqa.query.search import Searcher
 from dmlqa.settings import load_settings
 
@@ -199,6 +199,26 @@ def test_the_asker_refuses_by_name_and_lists_the_nearest_titles(home: Path) -> N
     assert a.refused and a.answer.startswith("The knowledge base has nothing on Lightning Fabric; nearest: [1] ")
     assert a.citations and all(c.quote == "" for c in a.citations)
     assert all(f"[{c.n}] {c.title}" in a.answer for c in a.citations)
+
+
+@pytest.mark.parametrize(("question", "foreign"), [
+    ("¿Cómo funciona ZeRO-3 con la partición de parámetros?", True),
+    ("Wie partitioniert ZeRO-3 die Parameter über mehrere GPUs?", True),
+    ("Comment ZeRO-3 partitionne-t-il les paramètres entre les GPU ?", True),
+    # English keeps its words of asking, even misspelt; keywords are the index's own words
+    ("how dose deepspeed shrad params", False),
+    ("pipeline bubble fraction gpipe", False),
+    ("naïve data parallelism memory cost", False),
+    ("What is the difference between FSDP and DDP?", False),
+    ("qué es ZeRO", False),  # too few words to tell: answered (or refused) as any question
+])
+def test_a_question_in_another_language_is_told_apart(question: str, foreign: bool) -> None:
+    assert not_english(question, (FIELD | {"deepspeed", "gpipe", "pipeline", "parallelism"}).__contains__) is foreign
+
+
+def test_the_asker_asks_for_english_instead_of_refusing_foreign_words_as_names(home: Path) -> None:
+    a = Asker(Searcher(load_settings(home))).ask("¿Cómo funciona ZeRO-3 con la partición de parámetros?")
+    assert a.refused and a.answer == NOT_ENGLISH and not a.citations
 
 
 def test_the_llm_is_not_asked_about_a_name_no_document_mentions(home: Path) -> None:

@@ -21,7 +21,7 @@ from dmlqa.index.lexical import tokenize
 from dmlqa.index.versions import IndexVersion
 from dmlqa.models import Answer, Citation, Hit
 from dmlqa.query.citations import REFUSAL_PREFIX
-from dmlqa.query.names import name_refusal, unknown_names
+from dmlqa.query.names import concepts, name_refusal, not_english, unknown_names
 from dmlqa.query.prompt import MAX_QUESTION_CHARS
 from dmlqa.query.search import Filters, Searcher, SearchOptions, undated_excluded
 from dmlqa.settings import Settings
@@ -56,6 +56,12 @@ def clean_question(question: str) -> tuple[str, str | None]:
         cut = text[:MAX_QUESTION_CHARS].rsplit(" ", 1)[0]
         return cut, f"the question was {len(text)} characters long; only the first {len(cut)} were used"
     return text, None
+
+
+#: The answer to a question in another language (:func:`dmlqa.query.names.not_english`), rather than quotes
+#: matched on its names alone or a refusal listing its words as unknown names.
+NOT_ENGLISH = ("The knowledge base is in English, and this question does not look like English: please ask it in "
+               "English.")
 
 
 def _latin_share(text: str) -> float:
@@ -239,6 +245,11 @@ class Asker:
         hits = retrieve(self.searcher, version, f"{context} {text}" if context else text, options)
         undated = undated_excluded(version, options.filters)
         notices = [notice] if notice else []
+        if not_english(text, concepts(version)):
+            answer = Answer(question=text, answer=NOT_ENGLISH, citations=(), backend="extractive", refused=True,
+                            retrieved=tuple(hits), seconds=time.perf_counter() - t0, notice="question not in English",
+                            undated_excluded=undated)
+            return AskStream(iter([answer.answer]), lambda: answer)
         if _latin_share(text) < 0.5:
             notices.append("the knowledge base is in English; questions in other languages match poorly")
         unknown = unknown_names(version, text, hits)

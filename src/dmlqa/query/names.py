@@ -43,7 +43,7 @@ from dmlqa.index.postings import _encode, _lookup
 from dmlqa.index.versions import IndexVersion
 from dmlqa.models import Citation, Hit
 
-__all__ = ["Unknown", "candidate_names", "name_refusal", "unknown_names"]
+__all__ = ["Unknown", "candidate_names", "not_english", "name_refusal", "unknown_names"]
 
 #: Whole words of BERT's uncased WordPiece vocabulary with an id below this are "common English".
 #: The vocabulary was built most-frequent first, so the id is a frequency rank: ~11k words (the
@@ -127,6 +127,23 @@ def _common_word(word: str, limit: int = COMMON_RANK) -> bool:
     if any(word.startswith(p) and len(word) - len(p) >= 3 and inflected(word[len(p):]) for p in _PREFIXES):
         return True  # rerun, prebuilt
     return any(word.endswith(p) and known(word[: -len(p)]) for p in _PARTICLES if len(word) - len(p) >= 3)
+
+
+def not_english(question: str, concept: Callable[[str], bool] = lambda word: False) -> bool:
+    """Is the question in another language? Three or more lower-case words, none of them an English word
+    of asking ("how", "the", "does", "with": :data:`_OPENERS`), and half of them no English word (at any
+    rank of the bundled vocabulary, or a regular form of one) nor the index's own vocabulary (``concept``),
+    one spelt with a letter English does not use ("partición", "über") counting twice. Capitalised
+    words are left out: names are the same in every language. Otherwise a question in Spanish or German
+    reads as a string of names no document mentions ("nothing on Cómo or funciona"); an English question
+    with typos keeps its "how" or "the", and a query of keywords holds the index's words.
+
+    The bundled vocabulary alone cannot tell: English text holds "de", "la", "les" and "die" (names, quotes)."""
+    words = [w.text for w in _words(question) if w.text.isalpha() and w.text.islower() and len(w.text) >= 2]
+    if len(words) < 3 or any(w in _OPENERS for w in words):
+        return False
+    foreign = sum(1 if w.isascii() else 2 for w in words if not (_common_word(w, limit=1 << 30) or concept(w)))
+    return foreign >= len(words) / 2
 
 
 # -- candidate names ---------------------------------------------------------------------------------------
