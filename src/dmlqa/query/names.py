@@ -139,8 +139,9 @@ def not_english(question: str, concept: Callable[[str], bool] = lambda word: Fal
     with typos keeps its "how" or "the", and a query of keywords holds the index's words.
 
     The bundled vocabulary alone cannot tell: English text holds "de", "la", "les" and "die" (names, quotes)."""
-    words = [w.text for w in _words(question) if w.text.isalpha() and w.text.islower() and len(w.text) >= 2]
-    if len(words) < 3 or any(w in _OPENERS for w in words):
+    every = [w.text for w in _words(question)]
+    words = [w for w in every if w.isalpha() and w.islower() and len(w) >= 2]
+    if len(words) < 3 or any(w.lower() in _OPENERS for w in every):  # "Can ...", "How ..." open English
         return False
     foreign = sum(1 if w.isascii() else 2 for w in words if not (_common_word(w, limit=1 << 30) or concept(w)))
     return foreign >= len(words) / 2
