@@ -353,8 +353,8 @@ def test_huge_paste_and_markup_get_messages(service: ChatService) -> None:
     final = list(service.stream_html("ZeRO partitions optimizer states " * 200, Filters()))[-1]
     assert "characters long" in final  # within the limit: answered from its start, and the answer says so
     final = list(service.stream_html(EVIL, Filters()))[-1]
-    # refused by name ("nothing on img or src or onerror"), the markup shown as text, never as a tag
-    assert "<img" not in final and "The knowledge base has nothing on" in final
+    # refused (its words are no English: "please ask it in English"); the markup never comes back as a tag
+    assert "<img" not in final and "please ask it in English" in final
 
 
 def test_examples_are_answerable(home: Path) -> None:
