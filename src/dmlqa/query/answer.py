@@ -245,20 +245,21 @@ class Asker:
         hits = retrieve(self.searcher, version, f"{context} {text}" if context else text, options)
         undated = undated_excluded(version, options.filters)
         notices = [notice] if notice else []
-        if not_english(text, concepts(version)):
-            answer = Answer(question=text, answer=NOT_ENGLISH, citations=(), backend="extractive", refused=True,
-                            retrieved=tuple(hits), seconds=time.perf_counter() - t0, notice="question not in English",
+
+        def refuse(body: str, cites: Sequence[Citation], why: str | None) -> AskStream:
+            """Refused before either answerer (neither the selector nor an LLM reads the passages)."""
+            answer = Answer(question=text, answer=body, citations=tuple(cites), backend="extractive", refused=True,
+                            retrieved=tuple(hits), seconds=time.perf_counter() - t0, notice=why,
                             undated_excluded=undated)
             return AskStream(iter([answer.answer]), lambda: answer)
+
+        if not_english(text, concepts(version)):
+            return refuse(NOT_ENGLISH, (), "question not in English")
         if _latin_share(text) < 0.5:
             notices.append("the knowledge base is in English; questions in other languages match poorly")
         unknown = unknown_names(version, text, hits)
         if unknown:  # before either answerer: an LLM would answer from passages about something else
-            body, cites = name_refusal(version, unknown, hits)
-            answer = Answer(question=text, answer=body, citations=tuple(cites), backend="extractive", refused=True,
-                            retrieved=tuple(hits), seconds=time.perf_counter() - t0, notice="; ".join(notices) or None,
-                            undated_excluded=undated)
-            return AskStream(iter([answer.answer]), lambda: answer)
+            return refuse(*name_refusal(version, unknown, hits), "; ".join(notices) or None)
 
         scored: tuple[Pool, np.ndarray] | None = None  # gathered once when the LLM path needs it first
 
