@@ -481,8 +481,6 @@ def classify(text: str, role: str = PROSE, *, title: str = "") -> str:
 #: glued to a word. In an answer they would read as the answer's own citations.
 _REF_MARK = re.compile(r"\s?\[\s*\d{1,3}(?:\s*[,;–-]\s*\d{1,3})*\s*\]")
 _SUPERSCRIPT = re.compile(r"(?<=[A-Za-z\)])[\u00b9\u00b2\u00b3\u2070-\u2079]+")
-#: Markdown's bold markers, which a README's raw text keeps ("**Scalable Training** - ..."): no answer shows them.
-_EMPHASIS = re.compile(r"\*\*")  # "__" stays: it is as often a dunder name (__init__) as bold
 #: Section heading glued in front of a sentence by the PDF text layer: "3 DESIGN In this section".
 _LEADING_HEADING = _HEADING_LEAD
 
@@ -499,7 +497,8 @@ def for_answer(text: str) -> str:
         t = re.sub(r"^\[\w{1,4}\]\s*", "", re.sub(r"(?:^|\s)(?:#|//)\s+", " ", t).strip())
     t = _REF_MARK.sub("", t)
     t = _SUPERSCRIPT.sub("", t)
-    t = _EMPHASIS.sub("", t)
+    # markdown bold markers a README's raw text keeps ("**Scalable Training**"); "__" stays: as often a dunder name
+    t = t.replace("**", "")
     m = _LEADING_HEADING.match(t)
     if m:
         t = t[m.end():].lstrip()
