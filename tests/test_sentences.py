@@ -54,6 +54,30 @@ def test_pdf_lines_are_wraps_but_html_lines_are_paragraphs_and_list_items() -> N
     assert [r for r, _ in roles(html)] == [PROSE, ITEM, ITEM]
 
 
+
+def test_a_numbered_pdf_heading_on_its_own_line_is_split_from_the_sections_first_sentence() -> None:
+    pdf = doc("3.2.2 Gradient Fusing\nThe idea of fusing is that collectives are faster\non large tensors. Fusing "
+              "needs a buffer of 64 MB on every worker.\n4 EVALUATION\nWe run the benchmark on 8 GPUs of one "
+              "server.\nA.5 Proofs of Lemmas\nHere we prove the two lemmas of the paper.", content_type="pdf")
+    assert roles(pdf) == [
+        (HEADING, "3.2.2 Gradient Fusing"),
+        (PROSE, "The idea of fusing is that collectives are faster on large tensors."),
+        (PROSE, "Fusing needs a buffer of 64 MB on every worker."),
+        (HEADING, "4 EVALUATION"),
+        (PROSE, "We run the benchmark on 8 GPUs of one server."),
+        (HEADING, "A.5 Proofs of Lemmas"),
+        (PROSE, "Here we prove the two lemmas of the paper.")]
+    # a number opening a wrapped line mid-sentence, or a reference's year, is no heading
+    wrapped = doc("The model is split across\n4 Nodes\nThe rest is data parallel.\n2019. Improving Quantization\n"
+                  "Channel Splitting. In Proceedings.", content_type="pdf")
+    first = split_document(wrapped)[0].text
+    assert first == "The model is split across 4 Nodes The rest is data parallel."
+    assert not any(s.text.startswith("2019. Improving") and s.role == HEADING for s in split_document(wrapped))
+    # offsets still point into the document's text
+    for s in split_document(pdf):
+        assert " ".join(pdf.text[s.start:s.end].split()) == s.text
+
+
 def test_furniture_headings_captions_code_and_references_are_not_quotable() -> None:
     assert classify("11/23/26, 3:16 AM Tensor Fusion — Horovod documentation 1/2") == FURNITURE
     assert classify("Figure 3: Throughput of the pipeline as the number of micro-batches grows.") == CAPTION
