@@ -297,6 +297,15 @@ def test_the_same_sentence_from_a_second_copy_of_the_work_is_quoted_once() -> No
     assert [c.doc_id for c in chosen] == ["arxiv", "blog"]
 
 
+def test_two_releases_saying_the_same_but_for_a_version_are_both_quotable() -> None:
+    said = ("- If you installed PyTorch from PyPI, make sure that g++-{} or above is installed; if you installed it "
+            "from Conda, make sure that the gxx_linux-64 Conda package is installed.")
+    new, old = _cands([(ITEM, said.format("5"))], "v2"), _cands([(ITEM, said.format("4.9"))], "v1")
+    chosen = choose("Which g++ did the old release need for PyTorch from PyPI?", new + old, np.array([0.9, 0.8]),
+                    add_above=0.1)
+    assert [c.doc_id for c in chosen] == ["v2", "v1"]
+
+
 def test_a_line_written_as_a_title_is_marked_so_the_model_can_weigh_it() -> None:
     assert title_like("- Activation Checkpointing and CPU Offload")  # a menu entry of a docs page
     assert title_like("Scaling Distributed Training with Adaptive Sharding")  # a paper's title in a reading list

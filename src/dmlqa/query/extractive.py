@@ -411,8 +411,13 @@ SAME_SENTENCE = 0.8
 
 
 def _said(text: str, said: Sequence[set[str]]) -> bool:
+    """Does a quoted sentence say this already? Not when this one holds a number or version the other
+    lacks: two releases of a README ("g++-5 or above" and "g++-4.9 or above") differ in just that, and
+    which one holds the answer is what the question asks. The source's reference markers ("[12]") are
+    no figures: the arXiv and the proceedings copy number their references apart."""
     terms = set(tokenize(text))
-    return any(len(terms & s) >= SAME_SENTENCE * len(terms | s) for s in said)
+    figures = {t for t in tokenize(for_answer(text)) if any(ch.isdigit() for ch in t)}
+    return any(len(terms & s) >= SAME_SENTENCE * len(terms | s) and figures <= s for s in said)
 
 
 def _words(block: Sequence[Candidate]) -> int:
