@@ -19,7 +19,7 @@ from dmlqa.index.versions import IndexVersion, publish, write_version
 from dmlqa.models import Block, Chunk, Document
 from dmlqa.query.answer import NOT_ENGLISH, Asker
 from dmlqa.query.llm import LLMBackend, LLMConfig
-from dmlqa.query.names import candidate_names, name_refusal, not_english, unknown_names
+from dmlqa.query.names import _headings, _phrase, candidate_names, name_refusal, not_english, unknown_names
 from dmlqa.query.search import Searcher
 from dmlqa.settings import load_settings
 
@@ -176,6 +176,25 @@ def test_a_near_miss_is_refused_and_shows_the_close_match(version: IndexVersion,
     text, cites = name_refusal(version, [unknown], [])
     assert text.startswith(f"The knowledge base has nothing on {missing}; nearest: {near} ([1] ")
     assert cites[0].doc_id == unknown.near_doc and any(near in p for p in PASSAGES[cites[0].url][1])
+
+
+@pytest.mark.parametrize(("name", "urls"), [
+    ("Grid Labs", {"https://github.com/gridlabs/k8s-train"}),  # closed up in the address
+    ("k8s train", {"https://github.com/gridlabs/k8s-train"}),  # a hyphen there, a space here
+    ("Flex-Flow", {"https://github.com/flexflow/FlexFlow"}),
+    ("Booster Plugins", {"https://colossalai.org/docs/features/plugins"}),  # a title
+    ("vllm", {"https://docs.vllm.ai/en/latest"}),
+    ("Labs Grid", set()),  # the parts in another order
+    ("C++", set()),  # too short to pick documents by: every document is tried
+    ("Zérö", set()),  # beyond ASCII: every document is tried
+])
+def test_a_name_in_a_title_or_address_is_found_without_reading_every_document(version: IndexVersion, name: str,
+                                                                               urls: set[str]) -> None:
+    headings = _headings(version)
+    found = {version.docs[headings.doc_ids[i]].url for i in headings.holding(name)}
+    assert found == urls
+    pattern = _phrase(name)  # the same documents as the name's pattern tried on every one
+    assert found == {d.url for d in version.docs.values() if pattern.search(f"{d.title} {d.url} {d.source_url}")}
 
 
 def test_a_sentence_end_is_no_hyphen(version: IndexVersion) -> None:

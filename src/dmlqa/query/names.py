@@ -26,6 +26,7 @@ All-capital acronyms are never names on their own: users and documents spell the
 
 from __future__ import annotations
 
+import bisect
 import difflib
 import functools
 import json
@@ -326,23 +327,68 @@ def _texts(version: IndexVersion, rows: np.ndarray) -> list[tuple[str, str]]:
     return out
 
 
+def _squash(text: str) -> str:
+    """Lower-case letters and digits only: what a name's :func:`_phrase` must find in a text, whatever the
+    separators between its parts."""
+    return re.sub(r"[\W_]+", "", text.lower())
+
+
+class _Headings:
+    """Every document's title and addresses, with one squashed string of them all: a name's squashed
+    form found in it (one C-level substring search) picks the few documents its pattern is tried on.
+    Trying the pattern on every document cost 5 µs a document and name part, 100 ms a question at
+    20,000 documents."""
+
+    def __init__(self, version: IndexVersion) -> None:
+        docs = list(version.docs.values())
+        self.doc_ids = [d.doc_id for d in docs]
+        self.texts = [f"{d.title} {d.url} {d.source_url}" for d in docs]
+        squashed = [_squash(t) for t in self.texts]
+        self.starts = np.cumsum([0] + [len(x) + 1 for x in squashed[:-1]]).tolist() if squashed else []
+        self.joined = "\n".join(squashed)
+
+    def holding(self, name: str) -> list[int]:
+        """Indices of the documents whose title or address holds ``name`` (its :func:`_phrase`)."""
+        needle = _squash(name)
+        if len(needle) < 3 or not name.isascii():  # too common to pick, or case folding beyond ASCII
+            candidates: Sequence[int] = range(len(self.texts))
+        else:
+            found: set[int] = set()
+            at = self.joined.find(needle)
+            while at >= 0:
+                found.add(bisect.bisect_right(self.starts, at) - 1)
+                at = self.joined.find(needle, at + 1)
+            candidates = sorted(found)
+        pattern = _phrase(name)
+        return [i for i in candidates if pattern.search(self.texts[i])]
+
+
+_HEADINGS: weakref.WeakKeyDictionary[IndexVersion, _Headings] = weakref.WeakKeyDictionary()
+
+
+def _headings(version: IndexVersion) -> _Headings:
+    got = _HEADINGS.get(version)
+    if got is None:
+        got = _HEADINGS[version] = _Headings(version)
+    return got
+
+
 class _Evidence:
     """What one question's check reads of the index: the retrieved passages, then stored ones (cached)."""
 
     def __init__(self, version: IndexVersion, hits: Sequence[Hit]) -> None:
         self.version = version
         self.hit_texts = [f"{h.title}\n{h.text}" for h in hits]
-        self.doc_texts = [(d.doc_id, f"{d.title} {d.url} {d.source_url}") for d in version.docs.values()]
+        self.headings = _headings(version)
         self._rows: dict[tuple[str, ...], np.ndarray] = {}
 
     def addressed(self, name: str) -> set[str]:
         """The documents whose title or address holds ``name`` ("AWS Labs" in github.com/awslabs/…)."""
-        pattern = _phrase(name)
-        return {doc_id for doc_id, t in self.doc_texts if pattern.search(t)}
+        return {self.headings.doc_ids[i] for i in self.headings.holding(name)}
 
     def phrase_found(self, name: str) -> bool:
         pattern = _phrase(name)
-        if any(pattern.search(t) for t in self.hit_texts) or any(pattern.search(t) for _, t in self.doc_texts):
+        if any(pattern.search(t) for t in self.hit_texts) or self.headings.holding(name):
             return True
         key = tuple(sorted(set(tokenize(name))))
         if key not in self._rows:
