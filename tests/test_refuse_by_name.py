@@ -239,6 +239,7 @@ def test_a_question_in_another_language_is_told_apart(question: str, foreign: bo
 def test_the_asker_asks_for_english_instead_of_refusing_foreign_words_as_names(home: Path) -> None:
     a = Asker(Searcher(load_settings(home))).ask("¿Cómo funciona ZeRO-3 con la partición de parámetros?")
     assert a.refused and a.answer == NOT_ENGLISH and not a.citations
+    assert a.retrieved == ()  # told before retrieval: English passages cannot answer it
 
 
 def test_the_llm_is_not_asked_about_a_name_no_document_mentions(home: Path) -> None:

@@ -242,9 +242,9 @@ class Asker:
         context = prev_question if prev_question and is_follow_up(text) else None
         if version is None:
             version = self.searcher.pin()
-        hits = retrieve(self.searcher, version, f"{context} {text}" if context else text, options)
         undated = undated_excluded(version, options.filters)
         notices = [notice] if notice else []
+        hits: list[Hit] = []
 
         def refuse(body: str, cites: Sequence[Citation], why: str | None) -> AskStream:
             """Refused before either answerer (neither the selector nor an LLM reads the passages)."""
@@ -253,8 +253,9 @@ class Asker:
                             undated_excluded=undated)
             return AskStream(iter([answer.answer]), lambda: answer)
 
-        if not_english(text, concepts(version)):
+        if not_english(text, concepts(version)):  # before retrieval: English passages cannot answer it
             return refuse(NOT_ENGLISH, (), "question not in English")
+        hits = retrieve(self.searcher, version, f"{context} {text}" if context else text, options)
         if _latin_share(text) < 0.5:
             notices.append("the knowledge base is in English; questions in other languages match poorly")
         unknown = unknown_names(version, text, hits)
