@@ -8,7 +8,7 @@ import json
 import numpy as np
 import pytest
 
-from dmlqa.extract.sentences import CAPTION, ITEM, PROSE, ROW
+from dmlqa.extract.sentences import CAPTION, ITEM, PROSE, ROW, SNIPPET
 from dmlqa.models import Hit
 from dmlqa.query.extractive import Candidate, choose, compose, question_terms
 from dmlqa.query.features import (
@@ -41,6 +41,11 @@ def test_the_kind_of_answer_asked_for() -> None:
     assert asked_kinds("Why is pipeline parallelism useful?") == frozenset()
     # "when" that sets a scene asks no date
     assert "year" not in asked_kinds("When running on 8 GPUs, what batch size is used?")
+    # how to do something, which command or flag: often a line of code answers
+    assert asked_kinds("How do I launch DeepSpeed on nodes without SSH?") == {"code"}
+    assert "code" in asked_kinds("Which flag turns on Horovod's autotuning?")
+    assert "code" in asked_kinds("What command starts the head node of a Ray cluster?")
+    assert "code" not in asked_kinds("How does ZeRO-3 partition the parameters?")
 
 
 def test_a_sentence_holds_the_asked_kind_or_misses_it() -> None:
@@ -286,6 +291,42 @@ def test_features_relative_to_the_other_candidates_and_the_neighbours() -> None:
     assert col["doc_share"].tolist() == [0.5] * 4
     assert col["asks_back"].tolist() == [0.0, 1.0, 0.0, 0.0]
     assert col["numbers"][1] > 0 and col["numbers"][0] == 0.0
+
+
+def test_code_is_marked_and_matched_to_a_question_asking_how() -> None:
+    texts = ["Start the head node with:", "ray start --head --port=6379", "Enable it with the --autotune flag.",
+             "The head node schedules tasks."]
+    places = [Place(PROSE, 0, 0, 0.1, False, "a", 1), Place(SNIPPET, 0, 0, 0.2, False, "a", 2),
+              Place(PROSE, 0, 0, 0.3, False, "a", 3), Place(PROSE, 0, 0, 0.4, False, "a", 4)]
+    cos = np.array([0.5, 0.5, 0.5, 0.5], np.float32)
+    for question, asked in (("How do I start the Ray head node?", [0.0, 1.0, 1.0, 0.0]),
+                            ("Why does Ray have a head node?", [0.0] * 4)):
+        facts = QuestionFacts({"head": 1.0, "node": 1.0}, asked_kinds(question), frozenset())
+        col = {name: v for name, v in zip(FEATURES, feature_matrix(facts, texts, places, cos).T, strict=True)}
+        assert col["is_code"].tolist() == [0.0, 1.0, 0.0, 0.0]
+        assert col["code_asked"].tolist() == asked
+
+
+def test_a_code_line_ranked_best_is_quoted_under_the_sentence_announcing_it() -> None:
+    cands = _cands([(PROSE, "Ray clusters can be started by hand on any machines you have."),
+                    (PROSE, "On the first machine, start the head node with:"),
+                    (SNIPPET, "ray start --head --port=6379"),
+                    (SNIPPET, "ray status"),
+                    (PROSE, "Then connect each worker to the address it prints out.")])
+    chosen = choose("What command starts the Ray head node?", cands, np.array([0.3, 0.05, 0.9, 0.1, 0.1]),
+                    neighbour=_neighbour(cands), add_above=0.5)
+    assert [c.ordinal for c in chosen] == [1, 2, 3]
+    body, _ = compose(chosen, [Hit(rank=1, score=1.0, doc_id="d", url="https://x.org/d", title="Ray",
+                                   page=1, section=None, text="")])
+    assert body == ("On the first machine, start the head node with: [1]\n```\nray start --head --port=6379\n"
+                    "ray status\n```")
+    # a code line with no sentence announcing it is never quoted alone
+    alone = _cands([(SNIPPET, "ray start --head --port=6379")])
+    assert choose("What command starts the Ray head node?", alone, np.array([0.9]), neighbour=_neighbour(alone)) == []
+    # nor one whose "[1]" would read as a citation of the answer
+    indexed = _cands([(PROSE, "Read the head node's address with:"), (SNIPPET, "address = ray.nodes()[1]")])
+    assert choose("How do I read the head node's address?", indexed, np.array([0.2, 0.9]),
+                  neighbour=_neighbour(indexed)) == []
 
 
 def test_the_same_sentence_from_a_second_copy_of_the_work_is_quoted_once() -> None:

@@ -238,7 +238,9 @@ def test_code_announced_by_a_colon_is_quoted_with_its_sentence_but_never_alone()
                    np.eye(2), neighbour=lambda c, step: by_ordinal.get(c.ordinal + step))
     hit = Hit(rank=1, score=1.0, doc_id="d", url="https://x.org/d", title="TF", page=None, section=None, text="")
     body, _ = compose(chosen, [hit])
-    assert "- `config.gpu_options.allow_growth = True` [1]" in body
+    # the code as one fenced block under the sentence announcing it, which cites it
+    assert body.startswith("TensorFlow can grow its memory gradually by (if desired): [1]\n```\n"
+                           "config = tf.ConfigProto()\nconfig.gpu_options.allow_growth = True\n```")
 
 
 def test_a_chain_of_sentences_leaning_back_is_quoted_whole() -> None:
@@ -343,4 +345,4 @@ def test_a_short_run_of_command_lines_after_a_sentence_shows_it() -> None:
     roles_ = [(s.role, s.text) for s in split_document(d)]
     assert [r for r, t in roles_ if t.startswith("--") and r == SNIPPET] == [SNIPPET, SNIPPET]  # not the 4-line run
     body = _answer("How do I shard the experts over GPUs?", d, 0)
-    assert "- `--fused-expert-kernels # faster expert matmuls` [1]" in body
+    assert "[1]\n```\n--expert-parallel-size 8 # eight-way\n--fused-expert-kernels # faster expert matmuls\n```" in body

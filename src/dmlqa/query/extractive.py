@@ -242,8 +242,8 @@ def gather(searcher, version, question: str, hits: Sequence[Hit], options, *,  #
                 places[p.row] = p
                 passage.setdefault(p.row, i)
 
-    def quotable(rs: Iterable[int]) -> list[int]:  # no code line; no sentence whose subject is a reference marker
-        ps = [places[r] for r in rs if places[r].role != SNIPPET]
+    def quotable(rs: Iterable[int]) -> list[int]:  # no sentence whose subject is a reference marker
+        ps = [places[r] for r in rs]
         texts.read(ps)
         return [p.row for p in ps if not marker_subject(texts[p])]
 
@@ -354,16 +354,24 @@ def _header_of(row: Candidate, neighbour: Callable[[Candidate, int], Candidate |
     return top
 
 
+#: How many list items or code lines after it a sentence may announce.
+ANNOUNCED_STEPS = 6
+#: A bracketed number, which in an answer is a citation marker.
+_INDEX_MARK = re.compile(r"\[\d{1,3}\]")
+
+
 def _announced(c: Candidate, neighbour: Callable[[Candidate, int], Candidate | None]) -> list[Candidate]:
     """What a sentence announces: the list items or code lines after it (for a sentence ending in ':'
     with no list, the next prose sentence); code lines after a comment or a short command run."""
     got: list[Candidate] = []
-    for step in range(1, 7):
+    for step in range(1, ANNOUNCED_STEPS + 1):
         nxt = neighbour(c, step)
         if nxt is None and got:
             continue  # a line between two items that is not stored
         if nxt is None or nxt.role not in (ITEM, SNIPPET) or (not leans_forward(c.text) and nxt.role != SNIPPET):
             break
+        if nxt.role == SNIPPET and _INDEX_MARK.search(nxt.text):
+            break  # code is quoted as written: its "x[1]" would read as a citation of the answer
         got.append(nxt)
     if not got and leans_forward(c.text):
         nxt = neighbour(c, 1)
@@ -378,6 +386,14 @@ def _block(c: Candidate, question_tokens: set[str], pool: Sequence[Candidate],
     if c.role == ROW:
         head = _header_of(c, neighbour)
         return None if head is None else [head, c]
+    if c.role == SNIPPET:  # a code line comes with the sentence announcing it, which says what it is for
+        prev = c
+        for step in range(1, ANNOUNCED_STEPS + 1):
+            prev = neighbour(c, -step)
+            if prev is None or prev.role != SNIPPET:
+                break
+        block = None if prev is None else _block(prev, question_tokens, pool, neighbour)
+        return block if block is not None and any(b.ordinal == c.ordinal for b in block) else None
     if not _readable(c):
         return None
     block = [c]
@@ -554,7 +570,17 @@ def compose(chosen: Sequence[Candidate], hits: Sequence[Hit], *, question: str =
     quotes: dict[tuple[str, int | None], list[str]] = {}
     parts: list[str] = []
     items: list[str] = []
+    code: list[str] = []  # a run of code lines: one fenced block after the sentence announcing it
     by_doc = {h.doc_id: h for h in reversed(hits)}  # the best-ranked passage of each document
+
+    def flush() -> None:
+        if items:
+            parts.append("\n" + "\n".join(items) + "\n")
+            items.clear()
+        if code:
+            parts.append("\n```\n" + "\n".join(code) + "\n```\n")
+            code.clear()
+
     if chosen and asks_for_resource(question):
         top = chosen[0]
         numbers[(top.doc_id, top.page)] = 1
@@ -568,18 +594,22 @@ def compose(chosen: Sequence[Candidate], hits: Sequence[Hit], *, question: str =
         if key not in numbers:
             numbers[key] = len(numbers) + 1
         quotes.setdefault(key, []).append(c.text)
-        text = for_answer(c.text) if c.role != SNIPPET else f"`{c.text}`"  # code is quoted as written
+        if c.role == SNIPPET:  # code is quoted as written, cited by the sentence announcing it
+            if items:
+                flush()
+            code.append(c.text)
+            continue
+        text = for_answer(c.text)
         if c.role == ROW:  # a table row reads as a list item, its cells apart
             text = " | ".join(cell.strip() for cell in text.strip("|").split("|"))
-        if c.role in (ITEM, SNIPPET, ROW):
+        if c.role in (ITEM, ROW):
+            if code:
+                flush()
             items.append(f"- {text.lstrip('-*•▪●◦‣ ').strip()} [{numbers[key]}]")
             continue
-        if items:
-            parts.append("\n" + "\n".join(items) + "\n")
-            items = []
+        flush()
         parts.append(f"{text} [{numbers[key]}]")
-    if items:
-        parts.append("\n" + "\n".join(items))
+    flush()
     body = " ".join(parts).replace(" \n", "\n").replace("\n ", "\n").strip()
     citations: list[Citation] = []
     for (doc_id, page), n in numbers.items():

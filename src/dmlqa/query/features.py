@@ -19,7 +19,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from dmlqa.extract.sentences import ITEM, ROW, leans_back
+from dmlqa.extract.sentences import ITEM, ROW, SNIPPET, leans_back
 from dmlqa.index.lexical import tokenize
 
 #: The order of the features in a matrix and in the fitted weights (selector.json names them).
@@ -54,6 +54,8 @@ FEATURES = (
     "asks_back",  # the sentence is itself a question: it asks, it does not answer
     "numbers",  # log of how many numbers it holds (figures answer "how much")
     "title_like",  # every word capitalised and no sentence end: a heading, a menu entry or a paper's title
+    "is_code",  # a code line a sentence announces, quoted with it
+    "code_asked",  # the question asks how to do something or for a command, flag or setting, and it holds code
 )
 
 
@@ -67,6 +69,10 @@ _ASKS_NAME = re.compile(r"^\W*(?:which|who)\b|\b(?:which|what) (?:[\w-]+ ){0,3}(
                         r"ies)|frameworks?|systems?|tools?|packages?|compan(?:y|ies)|class(?:es)?|models?|"
                         r"algorithms?|methods?|functions?|flags?|options?|arguments?|backends?)\b|"
                         r"\bwhat is (?:it |this )?called\b|\bname of\b", re.I)
+#: How to do something, or which command, flag or setting: the answer is often a line of code.
+_ASKS_CODE = re.compile(r"\bhow (?:do|can|should|would) (?:i|we|you)\b|\bhow to\b|\b(?:what|which) (?:[\w-]+ ){0,2}"
+                        r"(?:command|flag|option|argument|setting|key|variable|parameter|call|function|method)s?\b",
+                        re.I)
 _ASKS_YEAR = re.compile(r"^\W*when (?:did|was|were|is|has|have)\b|\b(?:what|which|in which) year\b|\bsince when\b",
                         re.I)
 _ASKS_COMPARE = re.compile(r"\b(?:faster|slower|better|worse|more|less|fewer|higher|lower|larger|smaller)\b[^?]*?"
@@ -82,6 +88,8 @@ _HAS_NUMBER = re.compile(r"\d")
 _HAS_NAME = re.compile(r"\b[A-Z][a-z]*[A-Z]\w*\b|\b[A-Z][a-z]+(?:-[A-Z0-9]\w*)+\b|\b[A-Z]{2,}[a-z]*\b|"
                        r"\b[a-z]+_[a-z_]+\b|`[^`]+`|(?<=[a-z] )[A-Z][a-z]{2,}\b")
 _HAS_YEAR = re.compile(r"\b(?:19|20)\d\d\b")
+#: Code in a sentence: a flag, an identifier with an underscore, a call, a setting, code in backticks.
+_HAS_CODE = re.compile(r"(?<![\w-])--?[a-z][\w-]+|\b[a-z]\w*_\w+|\b\w+\.\w+\(|\w=\S|`[^`]+`")
 _COMPARES = re.compile(r"\b(?:than|compared|versus|vs\.?|over|faster|slower|speed-?ups?|outperforms?|better|"
                        r"improves?|higher|lower|relative|x\b|×)", re.I)
 
@@ -91,7 +99,7 @@ KINDS: dict[str, re.Pattern[str]] = {"number": _HAS_NUMBER, "name": _HAS_NAME, "
 
 def asked_kinds(question: str) -> frozenset[str]:
     """The kinds of answer a question asks for: "number" (how much/many/fast, what ratio), "name"
-    (which/who), "year" (when did), "compare" (faster than X)."""
+    (which/who), "year" (when did), "compare" (faster than X), "code" (how do I, which flag)."""
     kinds = set()
     if _ASKS_NUMBER.search(question):
         kinds.add("number")
@@ -101,6 +109,8 @@ def asked_kinds(question: str) -> frozenset[str]:
         kinds.add("year")
     if _ASKS_COMPARE.search(question):
         kinds.add("compare")
+    if _ASKS_CODE.search(question):
+        kinds.add("code")
     return frozenset(kinds)
 
 
@@ -382,5 +392,7 @@ def feature_matrix(q: QuestionFacts, texts: Sequence[str], places: Sequence[Plac
             float(text.rstrip().endswith("?")),
             math.log1p(len(_NUMBER.findall(text))),
             float(title_like(text)),
+            float(place.role == SNIPPET),
+            float("code" in q.kinds and (place.role == SNIPPET or _HAS_CODE.search(text) is not None)),
         )
     return out
