@@ -115,6 +115,10 @@ def test_headings_captions_legends_and_run_together_words_are_furniture() -> Non
     assert not furniture("ZeRO removes the memory redundancies across data-parallel processes.")
     assert not furniture("DeepSpeed and PyTorch FSDP both shard parameters, as Table 2 shows.")
     assert not furniture("Wrap the optimizer in hvd.DistributedOptimizer and pass HybridParallelPlugin to Booster.")
+    # a page's table of contents flattened into one line
+    assert furniture("Table of contents: * Sparkle: Deep Learning on Spark * Introduction * Getting started")
+    assert furniture("* Overview * Installation * Basic usage * Hyper-parameter search")
+    assert not furniture("The memory of each layer is 2 * 3 * 4 * 5 bytes in this toy example.")
 
 
 def test_the_feature_matrix_has_one_named_column_per_feature() -> None:
@@ -248,7 +252,7 @@ def test_an_announcing_sentence_brings_its_list_and_a_row_its_header() -> None:
     assert [c.ordinal for c in chosen] == [0, 1]  # the header, the row; not a second row of the table
     hit = Hit(rank=1, score=1.0, doc_id="t", url="https://x.org/t", title="T", page=1, section=None, text="")
     body, cites = compose(chosen, [hit])
-    assert body == "- model | GPUs | TFLOPS [1]\n- GPT-3 | 1024 | 140 [1]" and len(cites) == 1
+    assert body == "- model: GPT-3 · GPUs: 1024 · TFLOPS: 140 [1]" and len(cites) == 1  # each cell under its header
 
 
 def test_a_line_written_as_a_title_answers_only_a_question_asking_for_a_name() -> None:

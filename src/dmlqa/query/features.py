@@ -259,6 +259,8 @@ _CUT_OFF = re.compile(r"(?<![\w-])(?:a|an|the|of|to|and|or|in|on|for|with|by|fro
 #: A paper's front matter: "Correspondence to: ... <name@example.org>", "Equal contribution", an e-mail address.
 _FRONT_MATTER = re.compile(r"\bCorrespondence to\b|\bEqual contribution\b|\bWork (?:was )?done (?:while|during)\b|"
                            r"[\w.+-]+@[\w-]+(?:\.[\w-]+)+")
+#: A page's table of contents flattened into one line ("Table of content: * Introduction * Getting started * ...").
+_CONTENTS = re.compile(r"^\W*(?i:table of contents?)\b|(?:\s\*\s+[A-Z][^*]*){3,}")
 #: Words run together by the PDF text layer: a lower-case run longer than English words get
 #: ("weobservethatthetrainingthroughput"). CamelCase names (HybridParallelPlugin,
 #: hvd.DistributedOptimizer) are code, not glued words; a legend glued after a word is :data:`_LEGEND`'s.
@@ -281,10 +283,10 @@ def title_like(text: str) -> bool:
 
 def furniture(text: str) -> bool:
     """Is the sentence a heading, caption or legend, or does it carry one glued to it, or words run
-    together, or is it cut off mid-clause, or a paper's front matter (an author's e-mail)? Such text does
-    not read as an answer, whatever it matches."""
+    together, or is it cut off mid-clause, or a paper's front matter (an author's e-mail), or a table of
+    contents? Such text does not read as an answer, whatever it matches."""
     return bool(_LEGEND.search(text) or _GLUED_HEADING.search(text) or _RUN_TOGETHER.search(text)
-                or _CUT_OFF.search(text) or _FRONT_MATTER.search(text))
+                or _CUT_OFF.search(text) or _FRONT_MATTER.search(text) or _CONTENTS.search(text))
 
 
 # -- the matrix ----------------------------------------------------------------------------------
