@@ -302,8 +302,9 @@ def test_markdown_table_rows_are_quotable_one_row_with_its_header() -> None:
     ss = split_document(d)
     assert [s.role for s in ss] == [PROSE, ROW, CODE, ROW, ROW, ROW]  # the separator is no row
     body = _answer("Which file defines the sharded training flow?", d, 3)
-    assert "- Name | Purpose | Updated [1]" in body  # the header says what the columns are
-    assert "- sharded_train_flow.py | sharded training flow | 2023-08-18 [1]" in body
+    # each cell under its column's header, which says what it is
+    assert "- Name: sharded_train_flow.py · Purpose: sharded training flow · Updated: 2023-08-18 [1]" in body
+    assert "- Name | Purpose | Updated" not in body
     assert "notes.md" not in body and "loader.py" not in body  # a row, not the whole table
 
 

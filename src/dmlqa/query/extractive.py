@@ -559,6 +559,18 @@ def _display_title(title: str) -> str:
     return re.sub(r"^GitHub - ", "", title).strip()
 
 
+def _cells(row: str) -> list[str]:
+    return [cell.strip() for cell in row.strip().strip("|").split("|")]
+
+
+def _markdown_header(c: Candidate, nxt: Candidate | None) -> bool:
+    """Is ``c`` the header row of a markdown table quoted for the row after it? Then the row is read
+    with each cell under its column's name ("Aspect: VPP · Recommendation: ..."), not after a bare
+    "Aspect | Recommendation" line. A PDF table's rows carry their headers already."""
+    return (c.role == ROW and nxt is not None and nxt.role == ROW and nxt.doc_id == c.doc_id
+            and c.text.startswith("|") and nxt.text.startswith("|"))
+
+
 def compose(chosen: Sequence[Candidate], hits: Sequence[Hit], *, question: str = "") -> tuple[str, list[Citation]]:
     """The answer text with one [n] per document page, and its citations (quotes are verbatim).
 
@@ -586,10 +598,14 @@ def compose(chosen: Sequence[Candidate], hits: Sequence[Hit], *, question: str =
         numbers[(top.doc_id, top.page)] = 1
         parts.append(f"{_display_title(by_doc[top.doc_id].title)} [1]:")
     said: set[str] = set()
-    for c in chosen:
+    header: list[str] | None = None  # a table's header row, read with the row quoted after it
+    for i, c in enumerate(chosen):
         if c.text in said:  # the same sentence in two copies of a page says nothing new
             continue
         said.add(c.text)
+        if _markdown_header(c, chosen[i + 1] if i + 1 < len(chosen) else None):
+            header = _cells(for_answer(c.text))
+            continue
         key = (c.doc_id, c.page)
         if key not in numbers:
             numbers[key] = len(numbers) + 1
@@ -600,8 +616,13 @@ def compose(chosen: Sequence[Candidate], hits: Sequence[Hit], *, question: str =
             code.append(c.text)
             continue
         text = for_answer(c.text)
-        if c.role == ROW:  # a table row reads as a list item, its cells apart
-            text = " | ".join(cell.strip() for cell in text.strip("|").split("|"))
+        if c.role == ROW:  # a table row reads as a list item, each cell under its column's header
+            cells = _cells(text)
+            if header is not None and len(header) == len(cells):
+                text = " · ".join(f"{h}: {v}" if h else v for h, v in zip(header, cells, strict=True))
+            else:
+                text = " | ".join(cells)
+            header = None
         if c.role in (ITEM, ROW):
             if code:
                 flush()
