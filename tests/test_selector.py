@@ -119,6 +119,10 @@ def test_headings_captions_legends_and_run_together_words_are_furniture() -> Non
     assert furniture("Table of contents: * Sparkle: Deep Learning on Spark * Introduction * Getting started")
     assert furniture("* Overview * Installation * Basic usage * Hyper-parameter search")
     assert not furniture("The memory of each layer is 2 * 3 * 4 * 5 bytes in this toy example.")
+    # a paper's outline says where things are, not what they are
+    assert furniture("In this paper, we discuss the training setup (Section 2) and the data (Section 3).")
+    assert furniture("Then, Section 6 discusses lessons learned, and Section 7 surveys related work.")
+    assert not furniture("ZeRO partitions the model states instead of replicating them (Section 5).")
 
 
 def test_the_feature_matrix_has_one_named_column_per_feature() -> None:

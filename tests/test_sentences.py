@@ -109,6 +109,10 @@ def test_source_reference_markers_and_glued_headings_are_removed_for_the_answer(
         "Tensor Fusion batches small tensors into one buffer.")
     assert for_answer("[2026/03] **Scalable MoE Training** - a report on __init__ and __all__ hooks.") == (
         "[2026/03] Scalable MoE Training - a report on __init__ and __all__ hooks.")
+    # a footnote's number glued to its first word; a quantity or a name with a digit stays
+    assert for_answer("6Gopher uses a different prompt format.") == "Gopher uses a different prompt format."
+    assert for_answer("3D parallelism combines three kinds.") == "3D parallelism combines three kinds."
+    assert for_answer("8 GPUs share one switch.") == "8 GPUs share one switch."
     assert leans_back("This reduces memory by 8x.") and leans_back("it also partitions gradients.")
     assert not leans_back("ZeRO-3 partitions the parameters.")
 

@@ -512,13 +512,15 @@ _SUPERSCRIPT = re.compile(r"(?<=[A-Za-z\)])[\u00b9\u00b2\u00b3\u2070-\u2079]+")
 _LEADING_HEADING = _HEADING_LEAD
 
 
+#: A footnote's number glued to its first word by the PDF text layer ("6Gopher uses ...", "3The activation ...").
+_FOOTNOTE_MARK = re.compile(r"^\d{1,2}(?=[A-Z][a-z]{2,}\b)")
 #: A browser's print stamp glued into PDF text ("11/23/26, 3:16 AM"), with the page counter after it.
 _STAMP = re.compile(r"\b\d{1,2}/\d{1,2}/\d{2,4},?\s+\d{1,2}:\d{2}\s*(?:AM|PM)?\b(?:\s+\d{1,3}/\d{1,3}\b)?", re.I)
 
 
 def for_answer(text: str) -> str:
     """A sentence as an answer quotes it: the source's reference markers, print stamps, markdown bold
-    markers and a glued heading removed."""
+    markers, a glued heading and a footnote's glued number removed."""
     t = _STAMP.sub("", text)
     if _COMMENT.match(t):  # a code comment reads as prose without its markers and step label ("# [5a]")
         t = re.sub(r"^\[\w{1,4}\]\s*", "", re.sub(r"(?:^|\s)(?:#|//)\s+", " ", t).strip())
@@ -529,6 +531,7 @@ def for_answer(text: str) -> str:
     m = _LEADING_HEADING.match(t)
     if m:
         t = t[m.end():].lstrip()
+    t = _FOOTNOTE_MARK.sub("", t)
     t = re.sub(r"\s+([,.;:])", r"\1", t)
     return " ".join(t.split())
 

@@ -259,6 +259,10 @@ _CUT_OFF = re.compile(r"(?<![\w-])(?:a|an|the|of|to|and|or|in|on|for|with|by|fro
 #: A paper's front matter: "Correspondence to: ... <name@example.org>", "Equal contribution", an e-mail address.
 _FRONT_MATTER = re.compile(r"\bCorrespondence to\b|\bEqual contribution\b|\bWork (?:was )?done (?:while|during)\b|"
                            r"[\w.+-]+@[\w-]+(?:\.[\w-]+)+")
+#: A paper's outline: "we will discuss X (Section 2), Y (Section 3) ...", "Section 6 discusses ..., and Section 7
+#: surveys ...": two section references and a verb of presenting. It says where things are, not what they are.
+_SECTION_REF = re.compile(r"\b(?:Sections?|Sec\.|§)\s*\d")
+_OUTLINE = re.compile(r"\b(?:discuss|present|describ|survey|conclud|organi[sz]|introduc)\w*")
 #: A page's table of contents flattened into one line ("Table of content: * Introduction * Getting started * ...").
 _CONTENTS = re.compile(r"^\W*(?i:table of contents?)\b|(?:\s\*\s+[A-Z][^*]*){3,}")
 #: Words run together by the PDF text layer: a lower-case run longer than English words get
@@ -283,10 +287,11 @@ def title_like(text: str) -> bool:
 
 def furniture(text: str) -> bool:
     """Is the sentence a heading, caption or legend, or does it carry one glued to it, or words run
-    together, or is it cut off mid-clause, or a paper's front matter (an author's e-mail), or a table of
-    contents? Such text does not read as an answer, whatever it matches."""
+    together, or is it cut off mid-clause, or a paper's front matter (an author's e-mail), a table of
+    contents or a paper's outline? Such text does not read as an answer, whatever it matches."""
     return bool(_LEGEND.search(text) or _GLUED_HEADING.search(text) or _RUN_TOGETHER.search(text)
-                or _CUT_OFF.search(text) or _FRONT_MATTER.search(text) or _CONTENTS.search(text))
+                or _CUT_OFF.search(text) or _FRONT_MATTER.search(text) or _CONTENTS.search(text)
+                or len(_SECTION_REF.findall(text)) >= 2 and _OUTLINE.search(text) is not None)
 
 
 # -- the matrix ----------------------------------------------------------------------------------
