@@ -4,6 +4,7 @@
 from __future__ import annotations
 
 import json
+from dataclasses import replace
 
 import numpy as np
 import pytest
@@ -119,6 +120,10 @@ def test_headings_captions_legends_and_run_together_words_are_furniture() -> Non
     assert furniture("Table of contents: * Sparkle: Deep Learning on Spark * Introduction * Getting started")
     assert furniture("* Overview * Installation * Basic usage * Hyper-parameter search")
     assert not furniture("The memory of each layer is 2 * 3 * 4 * 5 bytes in this toy example.")
+    # a paragraph's run-in title before "Figure N shows"; "As Figure N shows" is a sentence
+    assert furniture("Model Speed Figure 5a shows the throughput on 512 GPUs.")
+    assert not furniture("As Figure 5a shows, the throughput grows on 512 GPUs.")
+    assert not furniture("In Figure 5a the throughput grows on 512 GPUs.")
     # a paper's outline says where things are, not what they are
     assert furniture("In this paper, we discuss the training setup (Section 2) and the data (Section 3).")
     assert furniture("Then, Section 6 discusses lessons learned, and Section 7 surveys related work.")
@@ -250,10 +255,14 @@ def test_an_announcing_sentence_brings_its_list_and_a_row_its_header() -> None:
                     "states."), (ITEM, "- Stage 2 partitions gradients as well."), (PROSE, "A closing remark here.")])
     chosen = choose("What are ZeRO's stages?", cands, np.array([0.9, 0.3, 0.3, 0.2]), neighbour=_neighbour(cands))
     assert [c.ordinal for c in chosen] == [0, 1, 2]
-    table = _cands([(ROW, "| model | GPUs | TFLOPS |"), (ROW, "| GPT-3 | 1024 | 140 |"), (ROW, "| BERT | 64 | 90 |")],
-                   doc="t")
+    rows = ((0, "| model | GPUs | TFLOPS |"), (2, "| GPT-3 | 1024 | 140 |"), (3, "| BERT | 64 | 90 |"))
+    table = [Candidate(0, "t", o, text, ROW, 1) for o, text in rows]
     chosen = choose("How many TFLOPS for GPT-3?", table, np.array([0.1, 0.9, 0.8]), neighbour=_neighbour(table))
-    assert [c.ordinal for c in chosen] == [0, 1]  # the header, the row; not a second row of the table
+    assert [c.ordinal for c in chosen] == [0, 2]  # the header (over its |---| line, unstored), the row; not a second
+    # with no |---| line under it the top row is a row of data, and a row under no header says nothing
+    headless = [replace(c, ordinal=c.ordinal - (c.ordinal > 0)) for c in table]
+    assert choose("How many TFLOPS for GPT-3?", headless, np.array([0.1, 0.9, 0.8]),
+                  neighbour=_neighbour(headless)) == []
     hit = Hit(rank=1, score=1.0, doc_id="t", url="https://x.org/t", title="T", page=1, section=None, text="")
     body, cites = compose(chosen, [hit])
     assert body == "- model: GPT-3 · GPUs: 1024 · TFLOPS: 140 [1]" and len(cites) == 1  # each cell under its header

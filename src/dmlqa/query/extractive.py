@@ -385,6 +385,8 @@ def _block(c: Candidate, question_tokens: set[str], pool: Sequence[Candidate],
     """The sentences quoting ``c`` takes, in reading order, or None when it cannot be quoted readably."""
     if c.role == ROW:
         head = _header_of(c, neighbour)
+        if head is not None and head.text.startswith("|") and neighbour(head, 1) is not None:
+            return None  # a markdown header stands over its unstored |---| line: this "top" is a row of data
         return None if head is None else [head, c]
     if c.role == SNIPPET:  # a code line comes with the sentence announcing it, which says what it is for
         prev = c

@@ -251,7 +251,10 @@ _GLUED_HEADING = re.compile(r"^[\w.+-]{2,30}:\s+(?:[A-Z][\w-]*\s+){2,5}[A-Z][\w-
                             r"^\d+(?:\.\d+)+\.?\s+(?P<head>[A-Z][\w-]*)(?:\s+[A-Z][\w-]*){0,5}\s+(?i:(?P=head))\s|"
                             # "3D Parallelism Tutorial A generic tutorial on ...": a title, then the sentence
                             r"^(?:[A-Z0-9][\w-]*\s+){2,6}(?:The|This|These|We|Our|An?(?!\s+(?:for|of|in|to|and|or|"
-                            r"as|is|was|at|on|with|by)\b))\s+[a-z]")
+                            r"as|is|was|at|on|with|by)\b))\s+[a-z]|"
+                            # "Model Speed Figure 5a shows ...": a paragraph's run-in title before the sentence
+                            r"^(?:(?!(?:As|In|See|From|And|The|This|Both|Our|We|Also|Then|Thus|Here|Unlike|Like|"
+                            r"Compared|Similarly)\b)[A-Z][\w-]*\s+){2,4}(?:Figure|Fig\.|Table)\s*\d+[a-z]?\s+[a-z]")
 #: A sentence cut off mid-clause (at a page or column break): no closing mark, and its last word one no
 #: sentence ends on ("... such as PipeMare, PipeDream, and PipeDream-2BW do").
 _CUT_OFF = re.compile(r"(?<![\w-])(?:a|an|the|of|to|and|or|in|on|for|with|by|from|at|as|is|are|was|were|be|do|does|"
