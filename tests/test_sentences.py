@@ -247,6 +247,15 @@ def test_code_announced_by_a_colon_is_quoted_with_its_sentence_but_never_alone()
                            "config = tf.ConfigProto()\nconfig.gpu_options.allow_growth = True\n```")
 
 
+def test_the_next_sections_title_after_a_colon_is_no_code() -> None:
+    d = doc("- Download the webtext data and link it under the data folder:\nRunning the Unmodified Model\n"
+            "Check that every op builds on this machine with the command:\nds_report\n"
+            "Then start training on every node of the cluster.")
+    got = [(s.role, s.text) for s in split_document(d)]
+    assert (SNIPPET, "Running the Unmodified Model") not in got
+    assert (SNIPPET, "ds_report") in got  # a command opens lower-case
+
+
 def test_a_chain_of_sentences_leaning_back_is_quoted_whole() -> None:
     cands = _cands([(PROSE, "Zero-2 does not support local gradient accumulation at all."),
                     (PROSE, "Though you can accumulate gradients if you insist, it cannot reduce communication."),

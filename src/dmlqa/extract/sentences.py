@@ -313,6 +313,13 @@ def _snippet_line(text: str) -> bool:
             and not re.match(r"^(?:\||```|@\w+\{)", text))
 
 
+def _code_like(line: str) -> bool:
+    """Could a line taken for a heading be code? A command opens lower-case ("ray status", "ds_report")
+    or holds code's characters; "Running Unmodified Megatron-LM GPT2 model" is the next section's title."""
+    return line[:1].islower() or not line[:1].isalnum() or re.search(r"[=()\[\]{}<>$_/\\`'\":;]", line) is not None \
+        or _CODE_TOKENS.search(line) is not None
+
+
 #: A command line: a flag (``--num-experts 64``), a shell prompt, or a program given flags.
 _COMMAND_LINE = re.compile(r"^(?:\$\s+\S|--?[a-zA-Z][\w-]*(?:[\s=]|$)|[\w./-]+\s+(?:\S+\s+)*--[a-z][\w-]*)")
 
@@ -354,7 +361,8 @@ def _announced_snippets(sentences: list[Sentence]) -> list[Sentence]:
         n = _announces(sentences, i)
         for j in range(i + 1, min(i + 1 + n, len(out))):
             nxt = out[j]
-            if nxt.role not in (CODE, HEADING) or nxt.page != s.page or not _snippet_line(nxt.text):
+            if nxt.role not in (CODE, HEADING) or nxt.page != s.page or not _snippet_line(nxt.text) or \
+                    nxt.role == HEADING and not _code_like(nxt.text):
                 break
             out[j] = Sentence(nxt.doc_id, nxt.start, nxt.end, nxt.text, SNIPPET, nxt.page, nxt.section)
     return out
