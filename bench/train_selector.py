@@ -53,9 +53,10 @@ from sklearn.preprocessing import StandardScaler
 from dmlqa.api import KnowledgeBase
 from dmlqa.query.answer import AskOptions, is_follow_up, retrieve
 from dmlqa.query.evaluate import answer_words, normalize_url
-from dmlqa.query.extractive import Candidate, Pool, choose, compose, gather
+from dmlqa.query.extractive import Candidate, Pool, gather
 from dmlqa.query.features import FEATURES
 from dmlqa.query.names import unknown_names
+from dmlqa.query.quotes import choose, compose
 from dmlqa.query.selector import Selector
 
 ROOT = Path(__file__).resolve().parent.parent

@@ -1,5 +1,5 @@
 """The learned sentence selector (issue 21): its features, its weights file, and the reading rules of
-:func:`dmlqa.query.extractive.choose`, on sentences written here (never on the validation questions)."""
+:func:`dmlqa.query.quotes.choose`, on sentences written here (never on the validation questions)."""
 
 from __future__ import annotations
 
@@ -11,7 +11,7 @@ import pytest
 
 from dmlqa.extract.sentences import CAPTION, ITEM, PROSE, ROW, SNIPPET
 from dmlqa.models import Hit
-from dmlqa.query.extractive import Candidate, choose, compose, question_terms
+from dmlqa.query.extractive import Candidate, question_terms
 from dmlqa.query.features import (
     FEATURES,
     Place,
@@ -29,6 +29,7 @@ from dmlqa.query.features import (
     standalone,
     title_like,
 )
+from dmlqa.query.quotes import choose, compose
 from dmlqa.query.selector import SelectorModelError, default_selector, load_selector
 
 # -- features -------------------------------------------------------------------------------------------
@@ -399,7 +400,8 @@ def test_headings_glued_before_a_sentence_cut_offs_and_front_matter_are_furnitur
 
 
 def test_the_llm_context_is_the_best_rated_sentences_first_then_their_passage() -> None:
-    from dmlqa.query.extractive import Pool, llm_sources
+    from dmlqa.query.extractive import Pool
+    from dmlqa.query.quotes import llm_sources
 
     hits = [Hit(rank=1, score=1.0, doc_id="a", url="https://a.org", title="A", page=None, section=None,
                 text="Passage of A about pipelines."),

@@ -20,7 +20,8 @@ from dmlqa.extract.sentences import (
     split_document,
 )
 from dmlqa.models import Block, Document, Hit
-from dmlqa.query.extractive import Candidate, choose, compose, passage_candidates, question_terms
+from dmlqa.query.extractive import Candidate, passage_candidates, question_terms
+from dmlqa.query.quotes import choose, compose
 
 
 def doc(*blocks: str, content_type: str = "html", page: int | None = None) -> Document:

@@ -8,7 +8,8 @@ version needs nothing of how it was built. Modules, in the order a question flow
   BM25 fused by RRF, following the published version); :mod:`~dmlqa.query.rerank`: the optional
   cross-encoder.
 * :mod:`~dmlqa.query.answer`: :class:`Asker` (``Asker.from_settings`` is the one constructor) and
-  :class:`AskOptions`; the extractive answerer is :mod:`~dmlqa.query.extractive`; the LLM answerer
+  :class:`AskOptions`; the extractive answerer is :mod:`~dmlqa.query.extractive` (candidates)
+  and :mod:`~dmlqa.query.quotes` (what it quotes, how it reads); the LLM answerer
   is :mod:`~dmlqa.query.llm` (client and streaming), :mod:`~dmlqa.query.prompt` (fenced prompt) and
   :mod:`~dmlqa.query.reasoning` (drops a model's thinking); :mod:`~dmlqa.query.citations` checks
   what any answer cites.

@@ -127,7 +127,7 @@ def extractive_answer(
     naming something no document mentions never gets here: :meth:`Asker.stream` refuses it first, see
     :mod:`dmlqa.query.names`).
     """
-    from dmlqa.query.extractive import choose, compose
+    from dmlqa.query.quotes import choose, compose
     from dmlqa.query.selector import default_selector
 
     selector = default_selector()
@@ -143,8 +143,8 @@ def extractive_answer(
 
 def llm_context(pool: Pool, scores: np.ndarray, hits: Sequence[Hit], options: AskOptions) -> list[Hit]:
     """The sources an LLM answers from: the candidates the extractive answer ranks, best first
-    (:func:`dmlqa.query.extractive.llm_sources`); the retrieved passages when there are none."""
-    from dmlqa.query.extractive import llm_sources
+    (:func:`dmlqa.query.quotes.llm_sources`); the retrieved passages when there are none."""
+    from dmlqa.query.quotes import llm_sources
 
     return llm_sources(pool, scores, max_sources=options.passages) or list(hits)
 

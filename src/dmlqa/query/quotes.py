@@ -1,0 +1,358 @@
+"""What an extractive answer quotes, and how it reads: the third step after :mod:`dmlqa.query.extractive`
+gathered and the selector rated the candidate sentences.
+
+:func:`choose`: the answer leads with the best sentence; further ones follow while the model rates them
+above its learned cut and the answer stays short. What is left as rules is about *reading*, not
+relevance: no heading, caption or legend is quoted; a sentence leaning on the one before ("It uses ...")
+comes with it or not at all; a sentence announcing a list or code comes with it, and a code line with
+the sentence announcing it; a table row comes with its header row. :func:`compose` writes the chosen
+sentences out with one ``[n]`` per document page; :func:`llm_sources` gives the LLM the same candidates.
+
+Sentences are whole, from the document (never cut at a chunk boundary; see
+:mod:`dmlqa.extract.sentences`); the source's reference markers are removed from the quoted text,
+so the only bracketed numbers in an answer are its own citations, one per document page.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Callable, Sequence
+from dataclasses import replace
+
+import numpy as np
+
+from dmlqa.extract.sentences import ITEM, PROSE, ROW, SNIPPET, for_answer, leans_forward, marker_subject
+from dmlqa.index.lexical import tokenize
+from dmlqa.models import Citation, Hit
+from dmlqa.query.extractive import Candidate, Pool
+from dmlqa.query.features import asked_kinds, furniture, leans, standalone, title_like
+
+#: Word budget of an answer when none is given: a further sentence is added only while the answer stays
+#: within it (the best sentence's block is always kept). The shipped selector carries the budget chosen
+#: with it by cross-validation (:attr:`dmlqa.query.selector.Selector.max_words`).
+MAX_WORDS = 90
+#: A sentence the previous answer quoted goes last only when a new one scores at least this share of it:
+#: a follow-up whose answer the last answer already held gets it again rather than a poor new sentence.
+AVOID_RATIO = 0.5
+#: How far back a chain of sentences leaning on their predecessors is followed.
+LEAN_BACK_STEPS = 2
+#: How far back from a table row its header row is looked for.
+HEADER_STEPS = 12
+#: A sentence that points at a table: the table's best-matching row is quoted with it.
+_REFERS_TABLE = re.compile(r"\bTable\s+[\dIVX]+\b|\b(?:the )?(?:following|below) table\b|\btable below\b")
+
+
+# -- choosing -------------------------------------------------------------------------------------------
+
+
+def _readable(c: Candidate | None) -> bool:
+    """Prose or a list item that is no heading, caption or legend (nor carries one glued on)."""
+    return c is not None and c.role in (PROSE, ITEM) and not furniture(c.text) and not marker_subject(c.text)
+
+
+def _header_of(row: Candidate, neighbour: Callable[[Candidate, int], Candidate | None]) -> Candidate | None:
+    """The first row of the table ``row`` is in (its header): a row alone does not say what its columns
+    are. Rows between them that are not stored (a markdown separator) are skipped, two at most."""
+    top, gap = None, 0
+    for step in range(1, HEADER_STEPS):
+        prev = neighbour(row, -step)
+        if prev is None:
+            gap += 1
+            if gap > 2:
+                break
+            continue
+        if prev.role != ROW:
+            break
+        top, gap = prev, 0
+    return top
+
+
+#: How many list items or code lines after it a sentence may announce.
+ANNOUNCED_STEPS = 6
+#: A bracketed number, which in an answer is a citation marker.
+_INDEX_MARK = re.compile(r"\[\d{1,3}\]")
+
+
+def _announced(c: Candidate, neighbour: Callable[[Candidate, int], Candidate | None]) -> list[Candidate]:
+    """What a sentence announces: the list items or code lines after it (for a sentence ending in ':'
+    with no list, the next prose sentence); code lines after a comment or a short command run."""
+    got: list[Candidate] = []
+    for step in range(1, ANNOUNCED_STEPS + 1):
+        nxt = neighbour(c, step)
+        if nxt is None and got:
+            continue  # a line between two items that is not stored
+        if nxt is None or nxt.role not in (ITEM, SNIPPET) or (not leans_forward(c.text) and nxt.role != SNIPPET):
+            break
+        if nxt.role == SNIPPET and _INDEX_MARK.search(nxt.text):
+            break  # code is quoted as written: its "x[1]" would read as a citation of the answer
+        got.append(nxt)
+    if not got and leans_forward(c.text):
+        nxt = neighbour(c, 1)
+        if _readable(nxt):
+            got.append(nxt)
+    return got
+
+
+def _block(c: Candidate, question_tokens: set[str], pool: Sequence[Candidate],
+           neighbour: Callable[[Candidate, int], Candidate | None]) -> list[Candidate] | None:
+    """The sentences quoting ``c`` takes, in reading order, or None when it cannot be quoted readably."""
+    if c.role == ROW:
+        head = _header_of(c, neighbour)
+        if head is not None and head.text.startswith("|") and neighbour(head, 1) is not None:
+            return None  # a markdown header stands over its unstored |---| line: this "top" is a row of data
+        return None if head is None else [head, c]
+    if c.role == SNIPPET:  # a code line comes with the sentence announcing it, which says what it is for
+        prev = c
+        for step in range(1, ANNOUNCED_STEPS + 1):
+            prev = neighbour(c, -step)
+            if prev is None or prev.role != SNIPPET:
+                break
+        block = None if prev is None else _block(prev, question_tokens, pool, neighbour)
+        return block if block is not None and any(b.ordinal == c.ordinal for b in block) else None
+    if not _readable(c):
+        return None
+    block = [c]
+    head = c
+    for _ in range(LEAN_BACK_STEPS):  # "That is to say, ..." after "Though ..." after the fact
+        if not leans(head.text):
+            break
+        prev = neighbour(head, -1)
+        if not _readable(prev):
+            break  # "However, ..." after a heading reads alone; "It ..." does not (below)
+        block.insert(0, prev)
+        head = prev
+    if not standalone(head.text):
+        return None  # leans on context further back than we carry
+    announced = _announced(c, neighbour)
+    if leans_forward(c.text) and not announced:
+        return None
+    block += announced
+    if _REFERS_TABLE.search(c.text):  # the row of the table it points at that holds most question terms
+        rows = [(r, h) for r in pool if r.role == ROW and r.doc_id == c.doc_id
+                and (h := _header_of(r, neighbour)) is not None]  # a header row is no row of figures
+        best = max(rows, key=lambda rh: len(set(tokenize(rh[0].text)) & question_tokens), default=None)
+        if best is not None and set(tokenize(best[0].text)) & question_tokens:
+            block += [best[1], best[0]]
+    return block
+
+
+#: A sentence sharing this much of its terms (Jaccard) with one already quoted says nothing new: the
+#: arXiv and the proceedings copy of a paper differ in a ligature or a reference marker.
+SAME_SENTENCE = 0.8
+
+
+def _said(text: str, said: Sequence[set[str]]) -> bool:
+    """Does a quoted sentence say this already? Not when this one holds a number or version the other
+    lacks: two releases of a README ("g++-5 or above" and "g++-4.9 or above") differ in just that, and
+    which one holds the answer is what the question asks. The source's reference markers ("[12]") are
+    no figures: the arXiv and the proceedings copy number their references apart."""
+    terms = set(tokenize(text))
+    figures = {t for t in tokenize(for_answer(text)) if any(ch.isdigit() for ch in t)}
+    return any(len(terms & s) >= SAME_SENTENCE * len(terms | s) and figures <= s for s in said)
+
+
+def _words(block: Sequence[Candidate]) -> int:
+    return sum(len(c.text.split()) for c in block)
+
+
+def choose(question: str, cands: Sequence[Candidate], scores: np.ndarray, *,
+           neighbour: Callable[[Candidate, int], Candidate | None] = lambda c, step: None,
+           add_above: float = 0.5, avoid: set[str] = frozenset(), max_sentences: int = 5,
+           max_words: int = MAX_WORDS, read_on: int = 0) -> list[Candidate]:
+    """The answer's sentences, in answer order: the best-scored quotable sentence's block first (with
+    the ``read_on`` readable sentences after it), then the blocks of further sentences scoring at least
+    ``add_above`` while the answer stays within ``max_words`` and ``max_sentences``, grouped by
+    document in reading order.
+
+    A line written as a title (a menu entry, a heading kept as a list item) is quoted only for a question
+    asking for a name or a source, which such a line may be.
+
+    ``avoid`` are sentences the previous answer quoted: ranked last when another sentence reaches
+    ``add_above`` and :data:`AVOID_RATIO` of their score, so they are said again only when nothing
+    else answers.
+    """
+    if not len(cands):
+        return []
+    rank = np.asarray(scores, np.float64)
+    repeated = np.array([c.text in avoid for c in cands], bool)
+    if repeated.any() and (~repeated).any() and rank[~repeated].max() >= max(add_above,
+                                                                            AVOID_RATIO * rank[repeated].max()):
+        rank = rank - 2.0 * repeated  # something new answers nearly as well: what was said goes last
+    qtokens = set(tokenize(question))
+    # a line written as a title ("Smart Gradient Accumulation") answers only a question asking for a name
+    titles = asks_for_resource(question) or "name" in asked_kinds(question)
+    blocks: list[list[Candidate]] = []
+    taken: set[tuple[str, int]] = set()
+    words = 0
+    said: list[set[str]] = []
+    for i in np.argsort(-rank, kind="stable").tolist():
+        c = cands[i]
+        if (c.doc_id, c.ordinal) in taken or _said(c.text, said):
+            continue  # the same sentence in a second copy of the work (arXiv and proceedings) says nothing new
+        if blocks and (rank[i] < add_above or len(taken) >= max_sentences):
+            break
+        block = None if title_like(c.text) and not titles else _block(c, qtokens, cands, neighbour)
+        if block is None:
+            continue
+        block = [b for b in block if (b.doc_id, b.ordinal) not in taken]
+        if blocks and (words + _words(block) > max_words or any(
+                b.role == ROW and x.role == ROW and b.doc_id == x.doc_id for b in block for bl in blocks for x in bl)):
+            continue  # over the budget, or a second row of a table already quoted
+        if not blocks and _words(block) > 2 * max_words:
+            continue  # a best sentence that needs a page of context is no answer
+        if not blocks:  # a passage often states the answer right after the sentence naming what was asked
+            for _ in range(read_on):
+                nxt = neighbour(block[-1], 1)
+                if not _readable(nxt):
+                    break
+                more = [nxt]
+                if leans_forward(nxt.text):  # "The major components are:" comes with what it announces, or not at all
+                    announced = _announced(nxt, neighbour)
+                    if not announced:
+                        break
+                    more += announced
+                if _words(block) + _words(more) > max_words:
+                    break
+                block += more
+        blocks.append(block)
+        said += [set(tokenize(b.text)) for b in block]
+        taken |= {(b.doc_id, b.ordinal) for b in block}
+        words += _words(block)
+    if not blocks:
+        return []
+    lead, rest = blocks[0], [b for bl in blocks[1:] for b in bl]
+    first: dict[str, int] = {}
+    for i, c in enumerate(rest):
+        first.setdefault(c.doc_id, i)
+    return lead + sorted(rest, key=lambda c: (first[c.doc_id], c.ordinal))
+
+
+# -- the LLM's context -------------------------------------------------------------------------------------
+
+#: Sentences of one source put before its passage in the LLM's context.
+QUOTES_PER_SOURCE = 3
+
+
+def llm_sources(pool: Pool, scores: np.ndarray, *, max_sources: int = 8) -> list[Hit]:
+    """The LLM's context from the same candidates the extractive answer ranks: the passages of the
+    best-rated sentences, best first, each opening with its best sentences (quotes first, then the
+    passage they come from). A source found by the sentence index rather than retrieval is its
+    document's passage holding the sentence, so the LLM sees the evidence even when its passage
+    ranked low; the citation check reads the same texts, so quotes stay verifiable."""
+    picked: dict[int, list[str]] = {}
+    by_doc = {h.doc_id: i for i, h in reversed(list(enumerate(pool.sources)))}
+    for i in np.argsort(-np.asarray(scores), kind="stable").tolist():
+        c = pool.candidates[i]
+        if not _readable(c) and c.role != ROW:
+            continue
+        src = c.hit if c.hit is not None else by_doc.get(c.doc_id)
+        if src is None or (src not in picked and len(picked) >= max_sources):
+            continue
+        quotes = picked.setdefault(src, [])
+        if len(quotes) < QUOTES_PER_SOURCE and c.text not in quotes:
+            quotes.append(c.text)
+    out = []
+    for src, quotes in picked.items():
+        h = pool.sources[src]
+        out.append(replace(h, rank=len(out) + 1, text="\n".join(quotes) + "\n\n" + h.text))
+    return out
+
+
+# -- composing ---------------------------------------------------------------------------------------------
+
+_ASKS_RESOURCE = re.compile(r"^\W*(?:which|what)\b(?:\s+\w+){0,3}?\s+(?:paper|project|work|library|framework|"
+                            r"system|tool|report|tech report|package|repo|repository|method|approach|technique)s?\b",
+                            re.I)
+
+
+def asks_for_resource(question: str) -> bool:
+    """"Which paper/project/tool ...?": the answer is a source's name, so the answer leads with it."""
+    return _ASKS_RESOURCE.search(question) is not None
+
+
+def _display_title(title: str) -> str:
+    return re.sub(r"^GitHub - ", "", title).strip()
+
+
+def _cells(row: str) -> list[str]:
+    return [cell.strip() for cell in row.strip().strip("|").split("|")]
+
+
+def _markdown_header(c: Candidate, nxt: Candidate | None) -> bool:
+    """Is ``c`` the header row of a markdown table quoted for the row after it? Then the row is read
+    with each cell under its column's name ("Aspect: VPP · Recommendation: ..."), not after a bare
+    "Aspect | Recommendation" line. A PDF table's rows carry their headers already."""
+    return (c.role == ROW and nxt is not None and nxt.role == ROW and nxt.doc_id == c.doc_id
+            and c.text.startswith("|") and nxt.text.startswith("|"))
+
+
+def compose(chosen: Sequence[Candidate], hits: Sequence[Hit], *, question: str = "") -> tuple[str, list[Citation]]:
+    """The answer text with one [n] per document page, and its citations (quotes are verbatim).
+
+    ``chosen`` is in answer order (:func:`choose`); ``hits`` must hold a passage of each of their
+    documents. For a question asking which paper/project/tool, the answer leads with the title of the
+    source of its first sentence: the name is the answer, and the sentences say why. List items are
+    ``- `` lines; code lines, one fenced block under the sentence announcing them (which cites them);
+    a markdown table's row, one item with each cell under its column's name.
+    """
+    numbers: dict[tuple[str, int | None], int] = {}
+    quotes: dict[tuple[str, int | None], list[str]] = {}
+    parts: list[str] = []
+    items: list[str] = []
+    code: list[str] = []  # a run of code lines: one fenced block after the sentence announcing it
+    by_doc = {h.doc_id: h for h in reversed(hits)}  # the best-ranked passage of each document
+
+    def flush() -> None:
+        if items:
+            parts.append("\n" + "\n".join(items) + "\n")
+            items.clear()
+        if code:
+            parts.append("\n```\n" + "\n".join(code) + "\n```\n")
+            code.clear()
+
+    if chosen and asks_for_resource(question):
+        top = chosen[0]
+        numbers[(top.doc_id, top.page)] = 1
+        parts.append(f"{_display_title(by_doc[top.doc_id].title)} [1]:")
+    said: set[str] = set()
+    header: list[str] | None = None  # a table's header row, read with the row quoted after it
+    for i, c in enumerate(chosen):
+        if c.text in said:  # the same sentence in two copies of a page says nothing new
+            continue
+        said.add(c.text)
+        if _markdown_header(c, chosen[i + 1] if i + 1 < len(chosen) else None):
+            header = _cells(for_answer(c.text))
+            continue
+        key = (c.doc_id, c.page)
+        if key not in numbers:
+            numbers[key] = len(numbers) + 1
+        quotes.setdefault(key, []).append(c.text)
+        if c.role == SNIPPET:  # code is quoted as written, cited by the sentence announcing it
+            if items:
+                flush()
+            code.append(c.text)
+            continue
+        text = for_answer(c.text)
+        if c.role == ROW:  # a table row reads as a list item, each cell under its column's header
+            cells = _cells(text)
+            if header is not None and len(header) == len(cells):
+                text = " · ".join(f"{h}: {v}" if h else v for h, v in zip(header, cells, strict=True))
+            else:
+                text = " | ".join(cells)
+            header = None
+        if c.role in (ITEM, ROW):
+            if code:
+                flush()
+            items.append(f"- {text.lstrip('-*•▪●◦‣ ').strip()} [{numbers[key]}]")
+            continue
+        flush()
+        parts.append(f"{text} [{numbers[key]}]")
+    flush()
+    body = " ".join(parts).replace(" \n", "\n").replace("\n ", "\n").strip()
+    citations: list[Citation] = []
+    for (doc_id, page), n in numbers.items():
+        h = by_doc[doc_id]
+        quote = quotes.get((doc_id, page), [h.title])[0]  # verbatim: a reader finds it in the source
+        citations.append(Citation(n=n, url=h.url, title=h.title, page=page, quote=quote[:300], doc_id=doc_id,
+                                  chunk_id=h.chunk_id, venue=h.venue, year=h.year))
+    return body, citations
