@@ -486,6 +486,21 @@ def _meets_in_address(evidence: _Evidence, words: list[str]) -> bool:
     return False
 
 
+_BY_INITIAL: weakref.WeakKeyDictionary[IndexVersion, dict[str, list[str]]] = weakref.WeakKeyDictionary()
+
+
+def _by_initial(version: IndexVersion) -> dict[str, list[str]]:
+    """The index's terms by first letter, kept per version: a misspelt name's part is matched against
+    those sharing its first letter, and scanning the whole vocabulary for them cost 10 ms a part."""
+    got = _BY_INITIAL.get(version)
+    if got is None:
+        got = {}
+        for term in version.lexical.vocabulary():
+            got.setdefault(term[:1], []).append(term)
+        _BY_INITIAL[version] = got
+    return got
+
+
 def _shape(text: str) -> str:
     return re.sub(r"[a-z]+", "a", re.sub(r"[A-Z]+", "A", re.sub(r"\d+", "9", text)))
 
@@ -503,7 +518,7 @@ def _near(version: IndexVersion, name: str, hits: Sequence[Hit],
         if t in vocab:
             terms.append(t)
         else:  # a misspelt part: the closest indexed term of about its length
-            pool = [v for v in vocab if abs(len(v) - len(t)) <= 2 and v[:1] == t[:1]]
+            pool = [v for v in _by_initial(version).get(t[:1], ()) if abs(len(v) - len(t)) <= 2]
             terms.extend(difflib.get_close_matches(t, pool, n=2, cutoff=0.7))
     texts = [(h.doc_id, f"{h.title}\n{h.text}") for h in hits]
     if terms:
@@ -511,22 +526,34 @@ def _near(version: IndexVersion, name: str, hits: Sequence[Hit],
     target, shape = name.lower(), _shape(name)
     width = len(name.split())
     best: tuple[float, bool, str, str] | None = None
+    looks_like: dict[str, bool] = {}  # the same words recur over the texts; each costs a lexicon lookup
+    ratios: dict[str, float] = {}
+
+    def namey(word: str) -> bool:
+        got = looks_like.get(word)
+        if got is None:
+            got = looks_like[word] = (word != word.lower() or bool(re.search(r"[\d+_]", word))
+                                      or not (_common_word(word) or concept(word)))
+        return got
+
     for doc_id, text in texts:
         words = list(_WORD.finditer(text))
-        namey = [w.group(0) != w.group(0).lower() or bool(re.search(r"[\d+_]", w.group(0)))
-                 or not (_common_word(w.group(0)) or concept(w.group(0))) for w in words]
+        named = [namey(w.group(0)) for w in words]
         for n in {max(1, width - 1), width, width + 1}:
             for k in range(len(words) - n + 1):
-                if not all(namey[k : k + n]):
+                if not all(named[k : k + n]):
                     continue
                 span = text[words[k].start() : words[k + n - 1].end()]
+                low = span.lower()
+                if 2 * min(len(low), len(target)) < NEAR_RATIO * (len(low) + len(target)) or low == target:
+                    continue  # difflib's real_quick_ratio, without building a matcher
                 gaps = (text[words[i].end() : words[i + 1].start()] for i in range(k, k + n - 1))
-                if any(g != " " for g in gaps) or span.lower() == target:
+                if any(g != " " for g in gaps):
                     continue
-                matcher = difflib.SequenceMatcher(None, target, span.lower())
-                if matcher.real_quick_ratio() < NEAR_RATIO or matcher.quick_ratio() < NEAR_RATIO:
-                    continue
-                key = (matcher.ratio(), _shape(span) == shape)
+                if low not in ratios:  # the same span recurs over the texts
+                    matcher = difflib.SequenceMatcher(None, target, low)
+                    ratios[low] = matcher.ratio() if matcher.quick_ratio() >= NEAR_RATIO else 0.0
+                key = (ratios[low], _shape(span) == shape)
                 if key[0] >= NEAR_RATIO and (best is None or key > best[:2]):
                     best = (*key, span, doc_id)
     return (best[2], best[3]) if best else (None, None)
