@@ -266,6 +266,17 @@ def test_a_chain_of_sentences_leaning_back_is_quoted_whole() -> None:
     assert [c.ordinal for c in chosen][:3] == [0, 1, 2]
 
 
+def test_a_chain_back_ending_on_a_sentence_that_cannot_stand_alone_starts_after_it() -> None:
+    cands = _cands([(PROSE, "This improvement does not come at the cost of more hardware resources."),
+                    (PROSE, "For example, the library attains 64 teraflops on one V100 GPU, half of its peak."),
+                    (PROSE, "It also keeps the memory low while doing so on every node.")])
+    q = "How many teraflops does the library attain on one V100?"
+    chosen = _pick(q, np.array([0.0, 1.0, 0.0]), cands, np.eye(3), max_sentences=1)
+    assert [c.ordinal for c in chosen] == [1]  # not "This improvement ...", which leans further back
+    # a sentence that itself cannot be read alone is never quoted
+    assert _pick(q, np.array([0.0, 0.0, 1.0]), cands[2:], np.eye(3)[2:, :], max_sentences=1) == []
+
+
 def test_words_of_asking_are_not_terms_of_the_question() -> None:
     assert question_terms("What does the fusion buffer do, and how can I change it?") == ["fusion", "buffer", "chang"]
 

@@ -121,8 +121,13 @@ def _block(c: Candidate, question_tokens: set[str], pool: Sequence[Candidate],
             break  # "However, ..." after a heading reads alone; "It ..." does not (below)
         block.insert(0, prev)
         head = prev
-    if not standalone(head.text):
-        return None  # leans on context further back than we carry
+    while block and not standalone(block[0].text):
+        # the chain back ends on a sentence leaning on more than we carry ("This improvement ..."): the
+        # quote starts after it ("For example, DeepSpeed attains 64 teraflops ..." reads alone), or, when
+        # the sentence itself cannot be read alone ("It ..."), there is none
+        block.pop(0)
+    if not block:
+        return None
     announced = _announced(c, neighbour)
     if leans_forward(c.text) and not announced:
         return None
