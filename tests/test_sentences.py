@@ -248,6 +248,18 @@ def test_code_announced_by_a_colon_is_quoted_with_its_sentence_but_never_alone()
                            "config = tf.ConfigProto()\nconfig.gpu_options.allow_growth = True\n```")
 
 
+def test_code_in_a_fenced_block_under_a_colon_is_announced_and_quoted() -> None:
+    d = doc("To run the simple training loop on two GPUs:\n```bash\n"
+            "torchrun --nproc-per-node 2 examples/run_simple_train_loop.py\n```\n"
+            "Then watch the loss go down on both GPUs of the node.")
+    got = [(s.role, s.text) for s in split_document(d)]
+    assert (SNIPPET, "torchrun --nproc-per-node 2 examples/run_simple_train_loop.py") in got
+    assert (CODE, "```bash") in got  # the fence itself is not quoted
+    body = _answer("What command runs the simple training loop on two GPUs?", d, 0)
+    assert body == ("To run the simple training loop on two GPUs: [1]\n```\n"
+                    "torchrun --nproc-per-node 2 examples/run_simple_train_loop.py\n```")
+
+
 def test_the_next_sections_title_after_a_colon_is_no_code() -> None:
     d = doc("- Download the webtext data and link it under the data folder:\nRunning the Unmodified Model\n"
             "Check that every op builds on this machine with the command:\nds_report\n"

@@ -359,7 +359,10 @@ def _announced_snippets(sentences: list[Sentence]) -> list[Sentence]:
     out = list(sentences)
     for i, s in enumerate(sentences):
         n = _announces(sentences, i)
-        for j in range(i + 1, min(i + 1 + n, len(out))):
+        first = i + 1
+        if n and first < len(out) and out[first].text.startswith("```"):
+            first += 1  # a fenced block's opening line ("```bash"): the code is under it
+        for j in range(first, min(first + n, len(out))):
             nxt = out[j]
             if nxt.role not in (CODE, HEADING) or nxt.page != s.page or not _snippet_line(nxt.text) or \
                     nxt.role == HEADING and not _code_like(nxt.text):

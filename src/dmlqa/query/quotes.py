@@ -79,8 +79,8 @@ def _announced(c: Candidate, neighbour: Callable[[Candidate, int], Candidate | N
     got: list[Candidate] = []
     for step in range(1, ANNOUNCED_STEPS + 1):
         nxt = neighbour(c, step)
-        if nxt is None and got:
-            continue  # a line between two items that is not stored
+        if nxt is None and (got or step == 1 and leans_forward(c.text)):
+            continue  # a line between two items, or a code fence's opening line, that is not stored
         if nxt is None or nxt.role not in (ITEM, SNIPPET) or (not leans_forward(c.text) and nxt.role != SNIPPET):
             break
         if nxt.role == SNIPPET and _INDEX_MARK.search(nxt.text):
