@@ -26,11 +26,13 @@ from __future__ import annotations
 
 import bisect
 import difflib
+import functools
 import re
 import weakref
 from collections import Counter
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
+from typing import TypeVar
 
 import numpy as np
 
@@ -209,17 +211,29 @@ def candidate_names(question: str, concept: Callable[[str], bool] = lambda word:
 # -- what the index mentions ------------------------------------------------------------------------------
 
 
-_ADDRESS_TOKENS: weakref.WeakKeyDictionary[IndexVersion, frozenset[str]] = weakref.WeakKeyDictionary()
+_T = TypeVar("_T")
 
 
+def _per_version(build: Callable[[IndexVersion], _T]) -> Callable[[IndexVersion], _T]:
+    """``build``'s result kept for each index version while the version lives: a version never changes,
+    and what is read of all its documents or its whole vocabulary is too costly for every question."""
+    kept: weakref.WeakKeyDictionary[IndexVersion, _T] = weakref.WeakKeyDictionary()
+
+    @functools.wraps(build)
+    def get(version: IndexVersion) -> _T:
+        got = kept.get(version)
+        if got is None:
+            got = kept[version] = build(version)
+        return got
+
+    return get
+
+
+@_per_version
 def _address_tokens(version: IndexVersion) -> frozenset[str]:
     """Tokens of every document's addresses: a repository named only in its URL is still indexed."""
-    got = _ADDRESS_TOKENS.get(version)
-    if got is None:
-        got = frozenset(t for d in version.docs.values() for u in (d.url, d.source_url, *d.aliases)
-                        for t in tokenize(re.sub(r"^\w+://", "", u or "")))
-        _ADDRESS_TOKENS[version] = got
-    return got
+    return frozenset(t for d in version.docs.values() for u in (d.url, d.source_url, *d.aliases)
+                     for t in tokenize(re.sub(r"^\w+://", "", u or "")))
 
 
 def concepts(version: IndexVersion) -> Callable[[str], bool]:
@@ -318,14 +332,7 @@ class _Headings:
         return [i for i in candidates if pattern.search(self.texts[i])]
 
 
-_HEADINGS: weakref.WeakKeyDictionary[IndexVersion, _Headings] = weakref.WeakKeyDictionary()
-
-
-def _headings(version: IndexVersion) -> _Headings:
-    got = _HEADINGS.get(version)
-    if got is None:
-        got = _HEADINGS[version] = _Headings(version)
-    return got
+_headings = _per_version(_Headings)
 
 
 class _Evidence:
@@ -441,19 +448,14 @@ def _meets_in_address(evidence: _Evidence, words: list[str]) -> bool:
     return False
 
 
-_BY_INITIAL: weakref.WeakKeyDictionary[IndexVersion, dict[str, list[str]]] = weakref.WeakKeyDictionary()
-
-
+@_per_version
 def _by_initial(version: IndexVersion) -> dict[str, list[str]]:
-    """The index's terms by first letter, kept per version: a misspelt name's part is matched against
-    those sharing its first letter, and scanning the whole vocabulary for them cost 10 ms a part."""
-    got = _BY_INITIAL.get(version)
-    if got is None:
-        got = {}
-        for term in version.lexical.vocabulary():
-            got.setdefault(term[:1], []).append(term)
-        _BY_INITIAL[version] = got
-    return got
+    """The index's terms by first letter: a misspelt name's part is matched against those sharing its
+    first letter, and scanning the whole vocabulary for them cost 10 ms a part."""
+    out: dict[str, list[str]] = {}
+    for term in version.lexical.vocabulary():
+        out.setdefault(term[:1], []).append(term)
+    return out
 
 
 def _shape(text: str) -> str:
