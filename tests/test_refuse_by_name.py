@@ -216,6 +216,7 @@ def home(tmp_path_factory: pytest.TempPathFactory, encoder) -> Path:  # noqa: AN
 def test_the_asker_refuses_by_name_and_lists_the_nearest_titles(home: Path) -> None:
     a = Asker(Searcher(load_settings(home))).ask("How do I launch Horovod jobs with Lightning Fabric?")
     assert a.refused and a.answer.startswith("The knowledge base has nothing on Lightning Fabric; nearest: [1] ")
+    assert a.retrieved  # the passages it retrieved are kept with the refusal
     assert a.citations and all(c.quote == "" for c in a.citations)
     assert all(f"[{c.n}] {c.title}" in a.answer for c in a.citations)
 

@@ -244,12 +244,11 @@ class Asker:
             version = self.searcher.pin()
         undated = undated_excluded(version, options.filters)
         notices = [notice] if notice else []
-        hits: list[Hit] = []
 
-        def refuse(body: str, cites: Sequence[Citation], why: str | None) -> AskStream:
+        def refuse(body: str, cites: Sequence[Citation], why: str | None, retrieved: Sequence[Hit] = ()) -> AskStream:
             """Refused before either answerer (neither the selector nor an LLM reads the passages)."""
             answer = Answer(question=text, answer=body, citations=tuple(cites), backend="extractive", refused=True,
-                            retrieved=tuple(hits), seconds=time.perf_counter() - t0, notice=why,
+                            retrieved=tuple(retrieved), seconds=time.perf_counter() - t0, notice=why,
                             undated_excluded=undated)
             return AskStream(iter([answer.answer]), lambda: answer)
 
@@ -260,7 +259,7 @@ class Asker:
             notices.append("the knowledge base is in English; questions in other languages match poorly")
         unknown = unknown_names(version, text, hits)
         if unknown:  # before either answerer: an LLM would answer from passages about something else
-            return refuse(*name_refusal(version, unknown, hits), "; ".join(notices) or None)
+            return refuse(*name_refusal(version, unknown, hits), "; ".join(notices) or None, hits)
 
         scored: tuple[Pool, np.ndarray] | None = None  # gathered once when the LLM path needs it first
 
