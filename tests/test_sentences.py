@@ -114,6 +114,10 @@ def test_source_reference_markers_and_glued_headings_are_removed_for_the_answer(
     assert for_answer("6Gopher uses a different prompt format.") == "Gopher uses a different prompt format."
     assert for_answer("3D parallelism combines three kinds.") == "3D parallelism combines three kinds."
     assert for_answer("8 GPUs share one switch.") == "8 GPUs share one switch."
+    # a marker a preposition governs is written out: dropped, it would leave "Similar to, we"
+    assert for_answer("Similar to [21], we fine-tune BERT.") == "Similar to ref. 21, we fine-tune BERT."
+    assert for_answer("We follow the settings as in [5].") == "We follow the settings as in ref. 5."
+    assert for_answer("In [3, 7], the authors shard it.") == "In refs. 3, 7, the authors shard it."
     assert leans_back("This reduces memory by 8x.") and leans_back("it also partitions gradients.")
     assert not leans_back("ZeRO-3 partitions the parameters.")
 

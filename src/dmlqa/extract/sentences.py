@@ -518,6 +518,10 @@ def classify(text: str, role: str = PROSE, *, title: str = "") -> str:
 #: The source's own reference markers: [12], [3, 14], [5–7], [12, 13, 21], and superscript digits
 #: glued to a word. In an answer they would read as the answer's own citations.
 _REF_MARK = re.compile(r"\s?\[\s*\d{1,3}(?:\s*[,;–-]\s*\d{1,3})*\s*\]")
+#: A marker that is the object of a preposition ("Similar to [21], we ...", "as in [5]."): removed, it would
+#: leave "Similar to, we"; it is written out as "ref. 21" instead, which no reader takes for a citation.
+_OBJECT_MARK = re.compile(r"(?i:\b(to|in|of|by|from|with|than|see|like|following|cf\.|e\.g\.,?))\s*\[\s*(\d{1,3}"
+                          r"(?:\s*[,;–-]\s*\d{1,3})*)\s*\]")
 _SUPERSCRIPT = re.compile(r"(?<=[A-Za-z\)])[\u00b9\u00b2\u00b3\u2070-\u2079]+")
 #: Section heading glued in front of a sentence by the PDF text layer: "3 DESIGN In this section".
 _LEADING_HEADING = _HEADING_LEAD
@@ -535,6 +539,7 @@ def for_answer(text: str) -> str:
     t = _STAMP.sub("", text)
     if _COMMENT.match(t):  # a code comment reads as prose without its markers and step label ("# [5a]")
         t = re.sub(r"^\[\w{1,4}\]\s*", "", re.sub(r"(?:^|\s)(?:#|//)\s+", " ", t).strip())
+    t = _OBJECT_MARK.sub(lambda m: f"{m[1]} ref{'s' if re.search(r'[,;–-]', m[2]) else ''}. {m[2]}", t)
     t = _REF_MARK.sub("", t)
     t = _SUPERSCRIPT.sub("", t)
     # markdown bold markers a README's raw text keeps ("**Scalable Training**"); "__" stays: as often a dunder name
