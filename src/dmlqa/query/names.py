@@ -26,13 +26,10 @@ from __future__ import annotations
 
 import bisect
 import difflib
-import functools
 import re
-import weakref
 from collections import Counter
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
-from typing import TypeVar
 
 import numpy as np
 
@@ -41,6 +38,7 @@ from dmlqa.index.postings import _encode, _lookup
 from dmlqa.index.versions import IndexVersion
 from dmlqa.models import Citation, Hit
 from dmlqa.query.english import common_word, english_ranks
+from dmlqa.query.pinned import per_version
 
 __all__ = ["Unknown", "candidate_names", "not_english", "name_refusal", "unknown_names"]
 
@@ -211,25 +209,7 @@ def candidate_names(question: str, concept: Callable[[str], bool] = lambda word:
 # -- what the index mentions ------------------------------------------------------------------------------
 
 
-_T = TypeVar("_T")
-
-
-def _per_version(build: Callable[[IndexVersion], _T]) -> Callable[[IndexVersion], _T]:
-    """``build``'s result kept for each index version while the version lives: a version never changes,
-    and what is read of all its documents or its whole vocabulary is too costly for every question."""
-    kept: weakref.WeakKeyDictionary[IndexVersion, _T] = weakref.WeakKeyDictionary()
-
-    @functools.wraps(build)
-    def get(version: IndexVersion) -> _T:
-        got = kept.get(version)
-        if got is None:
-            got = kept[version] = build(version)
-        return got
-
-    return get
-
-
-@_per_version
+@per_version
 def _address_tokens(version: IndexVersion) -> frozenset[str]:
     """Tokens of every document's addresses: a repository named only in its URL is still indexed."""
     return frozenset(t for d in version.docs.values() for u in (d.url, d.source_url, *d.aliases)
@@ -332,7 +312,7 @@ class _Headings:
         return [i for i in candidates if pattern.search(self.texts[i])]
 
 
-_headings = _per_version(_Headings)
+_headings = per_version(_Headings)
 
 
 class _Evidence:
@@ -448,7 +428,7 @@ def _meets_in_address(evidence: _Evidence, words: list[str]) -> bool:
     return False
 
 
-@_per_version
+@per_version
 def _by_initial(version: IndexVersion) -> dict[str, list[str]]:
     """The index's terms by first letter: a misspelt name's part is matched against those sharing its
     first letter, and scanning the whole vocabulary for them cost 10 ms a part."""
