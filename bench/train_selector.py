@@ -36,6 +36,7 @@ import argparse
 import dataclasses
 import glob
 import json
+import math
 import pickle
 import re
 import statistics
@@ -58,6 +59,7 @@ from dmlqa.query.features import FEATURES
 from dmlqa.query.names import unknown_names
 from dmlqa.query.quotes import choose, compose
 from dmlqa.query.selector import Selector
+from dmlqa.query.topic import nearness
 
 ROOT = Path(__file__).resolve().parent.parent
 ADD_GRID = (0.0, 0.02, 0.05, 0.1)
@@ -71,6 +73,12 @@ MAX_MEDIAN_WORDS = 88
 #: Inverse regularisation of the logistic regression (chosen by cross-validation: 0.1 and 1 score alike).
 C = 0.1
 FOLDS = 5
+#: What refusing an answerable question costs against answering an unanswerable one, for both refusal cuts: the
+#: issue allows false refusals of 0.03 and unanswerable questions answered of 0.03-0.05, and an unseen answerable
+#: question about a thin corner of the corpus must not be refused for a cut fitted tightly to these.
+FALSE_REFUSAL_COST = 3.0
+#: How far each question's value is smeared, as a share of the values' standard deviation, when a cut is fitted.
+CUT_BANDWIDTH = 0.05
 
 
 def _norm(text: str) -> str:
@@ -110,6 +118,7 @@ class Item:
     evidence: np.ndarray  # per candidate: overlaps an evidence sentence
     absent: list[str]
     group: str
+    near: float  # the question's nearness over the version's background (dmlqa.query.topic.nearness)
 
 
 def _neighbours(version):  # noqa: ANN001, ANN202 - IndexVersion
@@ -134,7 +143,8 @@ def collect(kb: KnowledgeBase, questions: list[dict], cache: Path | None = None)
             # begin with the retrieved passages it reads first; the names it reports do not depend on them)
             absent = [[u.name for u in unknown_names(version, q["question"], p.sources)]
                       for q, p in zip(questions, pools, strict=True)]
-            return [_item(q, p, a) for q, p, a in zip(questions, pools, absent, strict=True)]
+            return [_item(q, p, a, nearness(version, kb.asker.searcher, p.cosines))
+                    for q, p, a in zip(questions, pools, absent, strict=True)]
     searcher = kb.asker.searcher
     options = AskOptions(use_llm=False)
     by_id = {q["id"]: q for q in questions}
@@ -152,10 +162,11 @@ def collect(kb: KnowledgeBase, questions: list[dict], cache: Path | None = None)
     if cache is not None:
         kept = [dataclasses.replace(p, neighbour=None, _features=None) for p in pools]
         cache.write_bytes(pickle.dumps({"ids": ids, "version": version.name, "pools": kept, "absent": absent}))
-    return [_item(q, p, a) for q, p, a in zip(questions, pools, absent, strict=True)]
+    return [_item(q, p, a, nearness(version, searcher, p.cosines))
+            for q, p, a in zip(questions, pools, absent, strict=True)]
 
 
-def _item(q: dict, pool: Pool, absent: list[str]) -> Item:
+def _item(q: dict, pool: Pool, absent: list[str], near: float) -> Item:
     evidence = q.get("evidence") or []
     evidence = [evidence] if isinstance(evidence, str) else evidence  # dev.jsonl gives one sentence as a string
     ev = np.array([evidence_match(c.text, evidence) for c in pool.candidates], bool)
@@ -163,12 +174,16 @@ def _item(q: dict, pool: Pool, absent: list[str]) -> Item:
     labels = (ev | kw) if q.get("answerable", True) else np.zeros(len(pool.candidates), bool)
     gold = q.get("gold_urls") or []
     group = normalize_url(gold[0]) if gold and q.get("answerable", True) else f"none:{q['id']}"
-    return Item(q, pool, labels, ev, absent, group)
+    return Item(q, pool, labels, ev, absent, group, near)
 
 
 def fit(items: list[Item]) -> Selector:
-    x = np.vstack([it.pool.features for it in items if len(it.pool.candidates)])
-    y = np.concatenate([it.labels for it in items if len(it.pool.candidates)])
+    """The sentence model, fitted on the answerable questions' candidates: which sentence answers is a
+    choice within a question; whether to answer at all is the cuts' (their candidates are all negatives,
+    and the easy ones of an off-topic question would teach the model about questions, not sentences)."""
+    items = [it for it in items if it.q.get("answerable", True) and len(it.pool.candidates)]
+    x = np.vstack([it.pool.features for it in items])
+    y = np.concatenate([it.labels for it in items])
     scaler = StandardScaler().fit(x)
     scale = np.where(scaler.scale_ > 0, scaler.scale_, 1.0)
     model = LogisticRegression(C=C, max_iter=5000)
@@ -198,12 +213,12 @@ def gold_sources(it: Item) -> set[str]:
 
 
 def evaluate(items: list[Item], scores: list[np.ndarray], add_above: float, refuse_below: float,
-             max_words: int, read_on: int) -> dict:
+             max_words: int, read_on: int, topic_cut: float) -> dict:
     stated, kw_share, words, refused_ans, refused_un, top1, cited = [], [], [], [], [], [], []
     for it, s in zip(items, scores, strict=True):
         best = float(s.max()) if len(s) else 0.0
         body, n_words, urls = answer_text(it, s, add_above, max_words, read_on) if len(s) else ("", 0, set())
-        refused = not body or best < refuse_below or bool(it.absent)
+        refused = not body or best < refuse_below or bool(it.absent) or off_topic(it, topic_cut)
         if not it.q.get("answerable", True):
             refused_un.append(refused)
             continue
@@ -228,25 +243,50 @@ def evaluate(items: list[Item], scores: list[np.ndarray], add_above: float, refu
     }
 
 
-def refuse_cut(items: list[Item], scores: list[np.ndarray]) -> float:
-    """The best-sentence probability under which an answer is refused: among the questions the name
-    check lets through, the cut making the fewest mistakes (answerable questions refused plus
-    unanswerable ones answered), placed midway in the widest gap of scores that makes that few, so
-    that a refit's or another question set's small shifts of the scores do not cross it.
+def best_cut(best: list[tuple[float, bool]], false_refusal_cost: float = FALSE_REFUSAL_COST) -> float:
+    """The value under which a question is refused, from (its best value, answerable) pairs: the cut making
+    the fewest mistakes (answerable questions refused, each costing ``false_refusal_cost``, plus
+    unanswerable ones answered), each question's value smeared by CUT_BANDWIDTH of the values' spread.
 
-    Unanswerable questions are nearly all refused by name before; a cut fitted to refuse a share of
-    the answerable ones (as one was) refuses those and nothing else."""
-    best = [(float(s.max()) if len(s) else 0.0, it.q.get("answerable", True))
-            for it, s in zip(items, scores, strict=True) if not it.absent]
+    Counted hard, the fewest mistakes may sit in a gap a few thousandths wide between one unanswerable
+    question and the lowest answerable ones; a refit's or another question set's small shifts of the
+    values cross such a cut (one fitted so refused two of the validation set's answerable questions). Smeared,
+    a cut pays for every question near it, so it settles where few questions of either kind are."""
     if not best:
         return 0.0
-    values = sorted({0.0, 1.0, *(b for b, _ in best)})
-    fewest, cut, width = None, 0.0, -1.0
-    for lo, hi in zip(values, values[1:], strict=False):  # a cut in (lo, hi]: the same mistakes anywhere there
-        mistakes = sum(1 for b, ans in best if (b <= lo) == ans)
-        if fewest is None or mistakes < fewest or (mistakes == fewest and hi - lo > width):
-            fewest, cut, width = mistakes, (lo + hi) / 2, hi - lo
-    return cut
+    values = np.array([b for b, _ in best], np.float64)
+    answerable = np.array([a for _, a in best], bool)
+    width = max(CUT_BANDWIDTH * float(values.std()), 1e-9)
+    ordered = np.unique(values)
+    below_all = min(0.0, float(ordered[0]) - 1e-6)  # 0 for a probability; a nearness may be negative
+    cuts = np.concatenate([[below_all], (ordered[:-1] + ordered[1:]) / 2])  # then between neighbours
+    erf = np.vectorize(math.erf)
+    refused = 0.5 * (1.0 + erf((cuts[:, None] - values[None, :]) / (width * math.sqrt(2.0))))  # P(value < cut)
+    mistakes = np.where(answerable[None, :], false_refusal_cost * refused, 1.0 - refused).sum(axis=1)
+    return float(cuts[int(np.argmin(mistakes))])
+
+
+def off_topic_cut(items: list[Item]) -> float:
+    """The nearness (:func:`dmlqa.query.topic.nearness`) under which a question is off-topic, fitted on the
+    questions the name check lets through: off-topic ones ("who won the world cup?") name nothing the check
+    could miss, and every sentence they meet shares a word with them at best. A false refusal costs FALSE_REFUSAL_COST
+    mistakes."""
+    return best_cut([(it.near, it.q.get("answerable", True)) for it in items
+                     if not it.absent and len(it.pool.candidates)])
+
+
+def off_topic(it: Item, cut: float) -> bool:
+    return bool(len(it.pool.cosines)) and it.near < cut
+
+
+def refuse_cut(items: list[Item], scores: list[np.ndarray], topic_cut: float) -> float:
+    """The best-sentence probability under which an answer is refused, among the questions the name
+    check and the off-topic cut let through (:func:`best_cut`).
+
+    Unanswerable questions are nearly all refused by name or as off-topic before; a cut fitted to refuse
+    a share of the answerable ones (as one was) refuses those and nothing else."""
+    return best_cut([(float(s.max()) if len(s) else 0.0, it.q.get("answerable", True))
+                     for it, s in zip(items, scores, strict=True) if not it.absent and not off_topic(it, topic_cut)])
 
 
 def main() -> None:
@@ -276,8 +316,9 @@ def main() -> None:
         sel = fit([items[i] for i in train])
         for i in test:
             oof[i] = sel.scores(items[i].pool.features)
-    refuse_below = refuse_cut(items, oof)
-    grid = {(a, w, r): evaluate(items, oof, a, refuse_below, w, r)
+    topic_cut = off_topic_cut(items)
+    refuse_below = refuse_cut(items, oof, topic_cut)
+    grid = {(a, w, r): evaluate(items, oof, a, refuse_below, w, r, topic_cut)
             for a in ADD_GRID for w in WORDS_GRID for r in READ_ON_GRID}
     ok = [k for k in grid if grid[k]["median_words"] <= MAX_MEDIAN_WORDS] or [(max(ADD_GRID), min(WORDS_GRID), 0)]
     top = max(grid[k]["key_term_stated"] for k in ok)
@@ -291,7 +332,7 @@ def main() -> None:
 
     final = fit(items)
     final = Selector(final.features, final.mean, final.scale, final.coef, final.intercept, refuse_below, add_above,
-                     max_words, read_on)
+                     max_words, read_on, topic_cut)
     Path(args.out).write_text(json.dumps(final.to_json(), indent=1) + "\n", encoding="utf-8")
     validation = None
     if args.validate:  # scored only: nothing above saw these questions
@@ -299,7 +340,7 @@ def main() -> None:
         cache = args.cache.with_suffix(".validate" + args.cache.suffix) if args.cache else None
         vitems = collect(kb, held, cache)
         validation = evaluate(vitems, [final.scores(it.pool.features) for it in vitems], add_above, refuse_below,
-                              max_words, read_on)
+                              max_words, read_on, topic_cut)
         validation.pop("top1_positive")  # its labels need evidence sentences, which a validation set lacks
         validation.pop("gold_cited")  # dmlqa eval's citation_hit_rate is the measure there (gold URLs only)
     results = {
@@ -315,16 +356,18 @@ def main() -> None:
         "max_words": max_words,
         "read_on": read_on,
         "refuse_below": round(refuse_below, 4),
+        "off_topic_margin": round(topic_cut, 4),
         "cross_validation": grid[(add_above, max_words, read_on)],
         # the spread a held-apart set of this size may show: each fold's questions scored alone
         "key_term_stated_by_fold": [evaluate([items[i] for i in test], [oof[i] for i in test], add_above, refuse_below,
-                                             max_words, read_on)["key_term_stated"] for _, test in folds],
+                                             max_words, read_on, topic_cut)["key_term_stated"] for _, test in folds],
         "validation": {"file": args.validate.name, **validation} if validation else None,
         "cross_validation_by_add_above_max_words_read_on": {f"{a} {w} {r}": v for (a, w, r), v in grid.items()},
         "weights": dict(zip(FEATURES, [round(float(c), 4) for c in final.coef], strict=True)),
     }
     Path(args.results).write_text(json.dumps(results, indent=1) + "\n", encoding="utf-8")
-    shown = ("evidence_among_candidates", "add_above", "max_words", "read_on", "refuse_below", "cross_validation",
+    shown = ("evidence_among_candidates", "add_above", "max_words", "read_on", "refuse_below", "off_topic_margin",
+             "cross_validation",
              "validation")
     print(json.dumps({k: results[k] for k in shown}, indent=1))
 

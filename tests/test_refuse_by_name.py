@@ -252,3 +252,4 @@ def test_the_llm_is_not_asked_about_a_name_no_document_mentions(home: Path) -> N
         assert a.refused and "nothing on Hivemind" in a.answer and not server.requests
         ok = asker.ask("How does Horovod use ring-allreduce?")  # a known name still reaches the LLM
         assert ok.backend == "llm:fake-model" and len(server.requests) == 1
+

@@ -166,7 +166,8 @@ def test_the_rarest_question_term_marks_the_sentences_about_what_is_asked() -> N
 
 def test_the_shipped_selector_loads_and_round_trips(tmp_path) -> None:  # noqa: ANN001
     sel = default_selector()
-    assert sel.features == FEATURES and 0 < sel.refuse_below < 1 and 0 <= sel.add_above <= 1.01
+    assert sel.features == FEATURES and 0 <= sel.refuse_below < 1 and 0 <= sel.add_above <= 1.01
+    assert 0 < sel.off_topic_margin < 1
     path = tmp_path / "sel.json"
     path.write_text(json.dumps(sel.to_json()), encoding="utf-8")
     again = load_selector(path)
@@ -450,7 +451,7 @@ def test_the_best_sentence_brings_the_sentences_after_it_it_reads_on() -> None:
 # -- the refit's refusal cut (bench/train_selector.py) ------------------------------------------------------
 
 
-def _refuse_cut():  # noqa: ANN202 - the bench script is no package: loaded from its file
+def _bench():  # noqa: ANN202 - the bench script is no package: loaded from its file
     import importlib.util
     import sys
     from pathlib import Path
@@ -461,26 +462,46 @@ def _refuse_cut():  # noqa: ANN202 - the bench script is no package: loaded from
     module = importlib.util.module_from_spec(spec)
     sys.modules[spec.name] = module  # its dataclasses look their module up there
     spec.loader.exec_module(module)
-    return module.refuse_cut
+    return module
 
 
-def _item(best: float, answerable: bool, absent: tuple[str, ...] = ()):  # noqa: ANN202
+def _item(best: float, answerable: bool, absent: tuple[str, ...] = (), near: float = 0.5):  # noqa: ANN202
     from types import SimpleNamespace
 
-    return SimpleNamespace(q={"answerable": answerable}, absent=list(absent)), np.array([best / 2, best])
+    pool = SimpleNamespace(candidates=[0, 1], cosines=np.array([0.2, 0.6]))
+    return SimpleNamespace(q={"answerable": answerable}, absent=list(absent), near=near, pool=pool), np.array(
+        [best / 2, best])
 
 
-def test_the_refusal_cut_makes_the_fewest_mistakes_midway_in_its_gap() -> None:
-    """An off-topic question (0.1) is refused, no answerable one (0.3 and up) is; a question already
-    refused by name (0.9) does not move the cut; the cut sits midway between 0.1 and 0.3."""
+def test_a_cut_settles_where_few_questions_are_not_in_a_hairline_gap() -> None:
+    """Counted hard, the fewest mistakes sit between 0.295 (unanswerable) and 0.30 (answerable); smeared,
+    that cut pays for the three answerable questions just above it, and the cut goes below 0.295."""
+    values = [(0.30, True), (0.31, True), (0.32, True), (0.5, True), (0.8, True), (0.1, False), (0.295, False)]
+    cut = _bench().best_cut(values)
+    assert 0.1 < cut < 0.295
+
+
+def test_the_refusal_cut_refuses_the_weak_question_no_check_caught_before() -> None:
+    """An unanswerable question the name check and the off-topic cut let through (0.1) is refused, no
+    answerable one (0.3 and up) is; one refused by name (0.9) or as off-topic (0.95, nearness 0) does not
+    move the cut."""
     items, scores = zip(*[_item(0.3, True), _item(0.5, True), _item(0.8, True), _item(0.1, False),
-                          _item(0.9, False, ("torchtitan",))], strict=True)
-    assert _refuse_cut()(list(items), list(scores)) == pytest.approx(0.2)
+                          _item(0.9, False, ("torchtitan",)), _item(0.95, False, near=0.0)], strict=True)
+    cut = _bench().refuse_cut(list(items), list(scores), 0.2)
+    assert 0.1 < cut < 0.3
 
 
-def test_with_every_unanswerable_question_refused_by_name_the_cut_refuses_no_answerable_one() -> None:
-    """A cut fitted to refuse a share of the answerable questions would refuse the weakest (0.04) and
-    nothing else: the cut goes under it, halfway to 0."""
+def test_with_every_unanswerable_question_refused_before_the_cut_refuses_no_answerable_one() -> None:
+    """A cut fitted to refuse a share of the answerable questions would refuse the weakest (0.04): with no
+    unanswerable question left for it, the cut goes under every answerable one."""
     items, scores = zip(*[_item(0.04, True), _item(0.5, True), _item(0.7, False, ("Hivemind",))], strict=True)
-    cut = _refuse_cut()(list(items), list(scores))
-    assert 0 < cut < 0.04 and cut == pytest.approx(0.02)
+    assert _bench().refuse_cut(list(items), list(scores), 0.2) < 0.04
+
+
+def test_the_off_topic_cut_passes_every_answerable_question_it_can() -> None:
+    """Off-topic questions near the background (-0.05, 0.02) are refused, answerable ones (0.25 and up)
+    are not; a question refused by name does not count."""
+    items = [_item(0.5, True, near=n)[0] for n in (0.25, 0.4, 0.5, 0.6)]
+    items += [_item(0.5, False, near=n)[0] for n in (-0.05, 0.02)] + [_item(0.5, False, ("pjit",), near=0.7)[0]]
+    cut = _bench().off_topic_cut(items)
+    assert 0.02 < cut < 0.25

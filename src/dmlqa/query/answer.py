@@ -156,6 +156,14 @@ _POINTING = frozenset({"it", "its", "they", "them", "their", "this", "that", "th
                        "her", "same", "former", "latter", "there"})
 
 
+def _with_nearest(refusal: str, hits: Sequence[Hit]) -> tuple[str, list[Citation]]:
+    """A refusal that lists the nearest sources, so that a user sees what the knowledge base does hold."""
+    cites = nearest_sources(hits)
+    if cites:
+        refusal += " Nearest sources: " + "; ".join(f"[{c.n}] {c.title}" for c in cites) + "."
+    return refusal, cites
+
+
 def is_follow_up(question: str) -> bool:
     """Does the question lean on the one before ("what about stage 3?", "and for inference?",
     "why is it slow?")? Short questions only: a long one says what it is about."""
@@ -246,7 +254,7 @@ class Asker:
         notices = [notice] if notice else []
 
         def refuse(body: str, cites: Sequence[Citation], why: str | None, retrieved: Sequence[Hit] = ()) -> AskStream:
-            """Refused before either answerer (neither the selector nor an LLM reads the passages)."""
+            """Refused before either answerer writes anything (no selector score, no LLM call)."""
             answer = Answer(question=text, answer=body, citations=tuple(cites), backend="extractive", refused=True,
                             retrieved=tuple(retrieved), seconds=time.perf_counter() - t0, notice=why,
                             undated_excluded=undated)
@@ -261,16 +269,23 @@ class Asker:
         if unknown:  # before either answerer: an LLM would answer from passages about something else
             return refuse(*name_refusal(version, unknown, hits), "; ".join(notices) or None, hits)
 
-        scored: tuple[Pool, np.ndarray] | None = None  # gathered once when the LLM path needs it first
+        from dmlqa.query.selector import default_selector
+        from dmlqa.query.topic import nearness
+
+        # gathered once for both answerers (an LLM answer that fails falls back on the extractive one)
+        scored = scored_pool(self.searcher, version, text, hits, options, previous=context) if hits else None
+        if scored is not None and len(scored[0].cosines) and default_selector().off_topic(
+                nearness(version, self.searcher, scored[0].cosines)):
+            # before either answerer: no sentence is about the question, only some share a word with it
+            notices.append("no passage is about this question")
+            return refuse(*_with_nearest(REFUSAL, hits), "; ".join(notices), hits)
 
         def extractive(extra_notice: str | None = None) -> Answer:
             said = {c.quote for c in previous.citations} if context and isinstance(previous, Answer) else set()
             body, cites, refused, flags = extractive_answer(self.searcher, version, text, hits, options,
                                                             previous=context, avoid=said, scored=scored)
             if refused:
-                cites = nearest_sources(hits)
-                if cites:
-                    body += " Nearest sources: " + "; ".join(f"[{c.n}] {c.title}" for c in cites) + "."
+                body, cites = _with_nearest(body, hits)
             all_notices = notices + ([extra_notice] if extra_notice else [])
             return Answer(question=text, answer=body, citations=tuple(cites), backend="extractive", refused=refused,
                           retrieved=tuple(hits), seconds=time.perf_counter() - t0,
@@ -279,7 +294,6 @@ class Asker:
         if self.llm is None or not options.use_llm or not hits:
             answer = extractive()
             return AskStream(iter([answer.answer]), lambda: answer)
-        scored = scored_pool(self.searcher, version, text, hits, options, previous=context)
         context_hits = llm_context(*scored, hits, options)
         return self._llm_stream(text, hits, notices, extractive, t0, undated, context_hits)
 

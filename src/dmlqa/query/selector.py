@@ -5,7 +5,9 @@ Its weights are fitted by ``bench/train_selector.py`` on the training questions 
 pickle, so a reader can see what the model weighs and a refit shows as a diff. Besides the weights
 it carries what was chosen by cross-validation with it: the probability under which the best
 sentence is too weak to answer (the answer is refused), the one a further sentence must reach to be
-added after the best, the answer's word budget, and how many sentences after the best come with it.
+added after the best, the answer's word budget, how many sentences after the best come with it, and the
+margin of nearness under which the knowledge base is not about the question at all
+(:mod:`dmlqa.query.topic`).
 """
 
 from __future__ import annotations
@@ -41,6 +43,9 @@ class Selector:
     add_above: float  # a further sentence's probability must reach this to be added
     max_words: int = 90  # the answer's word budget (the best sentence's block is always kept)
     read_on: int = 0  # readable sentences after the best one that come with it
+    #: the nearness (:func:`dmlqa.query.topic.nearness`) under which the question is refused as off-topic; made
+    #: for the embedder the weights were fitted with (a cosine's scale is the model's own)
+    off_topic_margin: float = -1.0
 
     @classmethod
     def from_json(cls, data: dict) -> Selector:
@@ -48,7 +53,8 @@ class Selector:
             names = tuple(data["features"])
             sel = cls(names, np.asarray(data["mean"], np.float64), np.asarray(data["scale"], np.float64),
                       np.asarray(data["coef"], np.float64), float(data["intercept"]), float(data["refuse_below"]),
-                      float(data["add_above"]), int(data["max_words"]), int(data["read_on"]))
+                      float(data["add_above"]), int(data["max_words"]), int(data["read_on"]),
+                      float(data["off_topic_margin"]))
         except (KeyError, TypeError, ValueError) as exc:
             raise SelectorModelError(f"selector weights are malformed ({exc})") from None
         if names != FEATURES:
@@ -61,7 +67,8 @@ class Selector:
         return {"features": list(self.features), "mean": _rounded(self.mean), "scale": _rounded(self.scale),
                 "coef": _rounded(self.coef), "intercept": round(self.intercept, 6),
                 "refuse_below": round(self.refuse_below, 4), "add_above": round(self.add_above, 4),
-                "max_words": self.max_words, "read_on": self.read_on}
+                "max_words": self.max_words, "read_on": self.read_on,
+                "off_topic_margin": round(self.off_topic_margin, 4)}
 
     def scores(self, x: np.ndarray) -> np.ndarray:
         """The probability, per row of a feature matrix, that the sentence states the answer."""
@@ -69,6 +76,11 @@ class Selector:
             return np.zeros(0, np.float64)
         z = ((np.asarray(x, np.float64) - self.mean) / self.scale) @ self.coef + self.intercept
         return 1.0 / (1.0 + np.exp(-z))
+
+    def off_topic(self, nearness: float) -> bool:
+        """Is the question off-topic: its nearness over the version's background
+        (:func:`dmlqa.query.topic.nearness`) under the learned margin?"""
+        return nearness < self.off_topic_margin
 
 
 def _rounded(a: np.ndarray) -> list[float]:
