@@ -23,7 +23,7 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT / "src"))
 
 from dmlqa.query.answer import Asker, AskOptions  # noqa: E402
-from dmlqa.query.evaluate import by_identity, normalize_url  # noqa: E402
+from dmlqa.query.evaluate import answer_words, by_identity, normalize_url  # noqa: E402
 from dmlqa.settings import load_settings  # noqa: E402
 
 
@@ -59,7 +59,8 @@ def main() -> None:
             kw.append(sum(nfkc(k) in text for k in keywords) / len(keywords))
             passages = nfkc(" ".join(h.text for h in a.retrieved))
             held.append(sum(nfkc(k) in passages for k in keywords) / len(keywords))
-        words.append(len(a.answer.split()))
+        if not a.refused:  # as `dmlqa eval` counts: refusals left out, the [n] markers are no words
+            words.append(answer_words(a.answer))
         gold = {normalize_url(u) for u in q.get("gold_urls", [])}
         # gold URLs name works: match their identities, not the links shown
         cited.append(any(normalize_url(c.url) in gold for c in by_identity(a.citations, asker.searcher.pin().docs)))
