@@ -34,6 +34,7 @@ from __future__ import annotations
 
 import argparse
 import dataclasses
+import functools
 import glob
 import json
 import math
@@ -52,7 +53,7 @@ from sklearn.model_selection import GroupKFold
 from sklearn.preprocessing import StandardScaler
 
 from dmlqa.api import KnowledgeBase
-from dmlqa.query.answer import AskOptions, is_follow_up, retrieve
+from dmlqa.query.answer import AskOptions, candidate_cosines, is_follow_up, retrieve
 from dmlqa.query.evaluate import answer_words, normalize_url
 from dmlqa.query.extractive import Candidate, Pool, gather
 from dmlqa.query.features import FEATURES
@@ -143,7 +144,8 @@ def collect(kb: KnowledgeBase, questions: list[dict], cache: Path | None = None)
             # begin with the retrieved passages it reads first; the names it reports do not depend on them)
             absent = [[u.name for u in unknown_names(version, q["question"], p.sources)]
                       for q, p in zip(questions, pools, strict=True)]
-            return [_item(q, p, a, nearness(version, kb.asker.searcher, p.cosines))
+            cosines_of = functools.partial(candidate_cosines, kb.asker.searcher, version)
+            return [_item(q, p, a, nearness(version, p.cosines, cosines_of))
                     for q, p, a in zip(questions, pools, absent, strict=True)]
     searcher = kb.asker.searcher
     options = AskOptions(use_llm=False)
@@ -162,7 +164,8 @@ def collect(kb: KnowledgeBase, questions: list[dict], cache: Path | None = None)
     if cache is not None:
         kept = [dataclasses.replace(p, neighbour=None, _features=None) for p in pools]
         cache.write_bytes(pickle.dumps({"ids": ids, "version": version.name, "pools": kept, "absent": absent}))
-    return [_item(q, p, a, nearness(version, searcher, p.cosines))
+    cosines_of = functools.partial(candidate_cosines, searcher, version)
+    return [_item(q, p, a, nearness(version, p.cosines, cosines_of))
             for q, p, a in zip(questions, pools, absent, strict=True)]
 
 

@@ -39,7 +39,8 @@ def test_answer_checks_for_llm_and_extractive_scores() -> None:
     good = Answer(question="q", answer="ZeRO shards optimizer states [1].", citations=(cite,), backend="llm:m",
                   refused=False, flags=("removed citation [9]: no such source",))
     bad = Answer(question="q", answer="It cites [2] which is not listed.", citations=(cite,), backend="extractive",
-                 refused=False, flags=("unsupported: It cites which is not listed.",))
+                 refused=False, flags=("unsupported: It cites which is not listed.",),
+                 notice="LLM unavailable (timed out); showing the extractive answer")
     assert dangling_markers(good) == [] and dangling_markers(bad) == [2]
     assert answer_words("ZeRO shards optimizer states [1].") == 4
     questions = [EvalQuestion(str(i), "q", ("https://a.org/x",), True, ()) for i in range(2)]
@@ -47,3 +48,7 @@ def test_answer_checks_for_llm_and_extractive_scores() -> None:
     assert s["answers_with_dangling_markers"] == 1 and s["fallbacks"] == 1
     assert s["removed_citations"] == 1 and s["unsupported_sentences"] == 1 and s["median_words"] == 5.0
     assert "fallbacks" not in score_answers(questions, [good, bad])
+    # refused before either answerer (by name, as off-topic): the LLM was not asked, so nothing fell back
+    early = Answer(question="q", answer="The knowledge base has nothing on this.", citations=(), backend="extractive",
+                   refused=True, notice="no passage is about this question")
+    assert score_answers(questions, [good, early], backend="llm:m")["fallbacks"] == 0

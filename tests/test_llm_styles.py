@@ -285,8 +285,8 @@ def write_questions(path: Path) -> Path:
          "gold_urls": ["https://arxiv.org/pdf/1910.02054v3"], "keywords": ["partition"]},
         {"id": "2", "question": "What is the pipeline bubble in GPipe?", "answerable": True,
          "gold_urls": ["http://arxiv.org/abs/1811.06965"], "keywords": []},
-        # off-topic in common words only: it reaches the LLM, which refuses (a rare word such as "boil" would be
-        # refused by name before any LLM is asked: tests/test_refuse_by_name.py)
+        # off-topic in common words only: refused as off-topic before the LLM is asked (tests/test_topic.py), as
+        # a rare word such as "boil" would be by name (tests/test_refuse_by_name.py)
         {"id": "3", "question": "What is the meaning of life?", "answerable": False, "gold_urls": [],
          "keywords": []},
     ]
@@ -302,7 +302,9 @@ def test_cli_eval_llm_scores_the_llm_backend(home: Path, tmp_path: Path) -> None
         assert r.exit_code == 0, r.output
         asked = [QUESTION.search(q.body["messages"][1]["content"]).group(1) for q in server.requests]
     s = json.loads(r.stdout)
-    assert asked == ["warm up", *(q["question"] for q in map(json.loads, qfile.read_text().splitlines()))]
+    questions = [json.loads(line) for line in qfile.read_text().splitlines()]
+    first = next(q["question"] for q in questions if q.get("answerable", True))  # the untimed warm-up
+    assert asked == [first, *(q["question"] for q in questions if q["answerable"])]  # the off-topic one: not asked
     assert s["backend"] == "llm:fake-model" and s["fallbacks"] == 0 and s["retrieval"] == "hybrid"
     assert s["answerable"] == 2 and s["unanswerable"] == 1
     assert s["recall@1"] == 1.0 and s["citation_hit_rate"] == 1.0 and s["keyword_hit_rate"] == 1.0

@@ -4,6 +4,7 @@ holds in a corpus of a few dozen sentences. The index is the shared fixture corp
 
 from __future__ import annotations
 
+import functools
 from pathlib import Path
 
 import numpy as np
@@ -11,7 +12,7 @@ import pytest
 from fake_openai import FakeOpenAI, Reply
 from test_index_search import build_index
 
-from dmlqa.query.answer import REFUSAL, Asker, AskOptions, retrieve, scored_pool
+from dmlqa.query.answer import REFUSAL, Asker, AskOptions, candidate_cosines, retrieve, scored_pool
 from dmlqa.query.llm import LLMBackend, LLMConfig
 from dmlqa.query.search import Searcher
 from dmlqa.query.selector import default_selector
@@ -36,7 +37,7 @@ def _nearness(searcher: Searcher, question: str) -> float:
     version = searcher.pin()
     options = AskOptions(use_llm=False)
     pool, _ = scored_pool(searcher, version, question, retrieve(searcher, version, question, options), options)
-    return nearness(version, searcher, pool.cosines)
+    return nearness(version, pool.cosines, functools.partial(candidate_cosines, searcher, version))
 
 
 def test_the_background_is_the_versions_own_and_worked_out_once(home: Path) -> None:
@@ -44,9 +45,15 @@ def test_the_background_is_the_versions_own_and_worked_out_once(home: Path) -> N
     give them 0.3); the second call reads it from the version's cache."""
     searcher = Searcher(load_settings(home))
     version = searcher.pin()
-    first = background(version, searcher)
-    assert -0.1 < first < 0.15 and len(PROBES) >= 10
-    assert background(version, searcher) == first
+    asked: list[str] = []
+
+    def cosines_of(question: str) -> np.ndarray:
+        asked.append(question)
+        return candidate_cosines(searcher, version, question)
+
+    first = background(version, cosines_of)
+    assert -0.1 < first < 0.15 and asked == list(PROBES) and len(PROBES) >= 10
+    assert background(version, cosines_of) == first and len(asked) == len(PROBES)
 
 
 @pytest.mark.parametrize(("question", "on_topic"), [

@@ -10,6 +10,7 @@ saying why.
 
 from __future__ import annotations
 
+import functools
 import re
 import time
 import unicodedata
@@ -33,6 +34,8 @@ if TYPE_CHECKING:
 
 #: The extractive refusal opens with the phrase the citation check reads as a refusal in an LLM answer.
 REFUSAL = REFUSAL_PREFIX + "."
+#: How an answer's notice begins when the LLM failed and the extractive answer stands in for it.
+LLM_UNAVAILABLE = "LLM unavailable"
 
 
 @dataclass(frozen=True)
@@ -112,6 +115,18 @@ def scored_pool(searcher: Searcher, version: IndexVersion, question: str, hits: 
 
     pool = gather(searcher, version, question, hits, options, previous=previous)
     return pool, default_selector().scores(pool.features)
+
+
+def candidate_cosines(searcher: Searcher, version: IndexVersion, question: str) -> np.ndarray:
+    """The cosines of a question's candidate sentences, retrieved and gathered as an answer's are: what the
+    off-topic check measures a question and its background probes by (:mod:`dmlqa.query.topic`)."""
+    import numpy as np
+
+    from dmlqa.query.extractive import gather
+
+    options = AskOptions(use_llm=False)
+    hits = retrieve(searcher, version, question, options)
+    return gather(searcher, version, question, hits, options).cosines if hits else np.zeros(0, np.float32)
 
 
 def extractive_answer(
@@ -275,7 +290,7 @@ class Asker:
         # gathered once for both answerers (an LLM answer that fails falls back on the extractive one)
         scored = scored_pool(self.searcher, version, text, hits, options, previous=context) if hits else None
         if scored is not None and len(scored[0].cosines) and default_selector().off_topic(
-                nearness(version, self.searcher, scored[0].cosines)):
+                nearness(version, scored[0].cosines, functools.partial(candidate_cosines, self.searcher, version))):
             # before either answerer: no sentence is about the question, only some share a word with it
             notices.append("no passage is about this question")
             return refuse(*_with_nearest(REFUSAL, hits), "; ".join(notices), hits)
@@ -315,7 +330,7 @@ class Asker:
                     pieces.append(delta)
                     yield delta
             except LLMError as exc:
-                fallback = extractive(f"LLM unavailable ({exc.reason}); showing the extractive answer")
+                fallback = extractive(f"{LLM_UNAVAILABLE} ({exc.reason}); showing the extractive answer")
                 box["answer"] = fallback
                 yield "\n\n[" + (fallback.notice or "") + "]\n" + fallback.answer
                 return

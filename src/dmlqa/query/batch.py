@@ -17,7 +17,7 @@ from typing import Any
 
 from dmlqa.errors import InputFileError, SettingsError
 from dmlqa.index.versions import IndexVersion
-from dmlqa.query.answer import Asker, AskOptions
+from dmlqa.query.answer import LLM_UNAVAILABLE, Asker, AskOptions
 from dmlqa.query.evaluate import EvalQuestion, by_identity, read_questions, score_answers
 from dmlqa.query.limits import length_problem
 from dmlqa.query.llm import LLMError
@@ -79,11 +79,12 @@ def evaluate(asker: Asker, questions: Sequence[EvalQuestion], *, llm: bool | Non
     """Ask every question and score the answers (retrieval, citations, refusals, latency).
 
     ``llm``: True scores the configured LLM (an error when none is set), False the extractive
-    answerer, None the LLM when one is set. One warm-up question loads the encoder, the index and
-    the LLM's weights (on servers that load on demand) before anything is timed; an LLM that fails
-    on it fails the run at once rather than falling back on every question. Every question is asked
-    of one index version (``version``, else the one published at the start), so the scores describe
-    one index even when a build publishes meanwhile.
+    answerer, None the LLM when one is set. One warm-up question (the first answerable one, asked again
+    untimed) loads the encoder, the index, its off-topic background and the LLM's weights (on servers
+    that load on demand) before anything is timed; an LLM that fails on it fails the run at once rather
+    than falling back on every question. Every question is asked of one index version (``version``,
+    else the one published at the start), so the scores describe one index even when a build publishes
+    meanwhile.
     """
     options = AskOptions(use_llm=llm is not False, mode=mode)
     if llm and asker.llm is None:
@@ -92,9 +93,12 @@ def evaluate(asker: Asker, questions: Sequence[EvalQuestion], *, llm: bool | Non
     backend = asker.llm.name if asker.llm is not None and options.use_llm else "extractive"
     if version is None:
         version = asker.searcher.pin()
-    warm = asker.ask("warm up", options, version=version)
-    if backend != "extractive" and warm.retrieved and warm.backend != backend:
-        raise LLMError(f"the LLM backend failed on a first question: {warm.notice or 'no answer'}")
+    # the set's first answerable question, asked once more untimed: a question the knowledge base is not about
+    # ("warm up" was one) is refused before the LLM, which would then be neither loaded nor checked
+    first = next((q.question for q in questions if q.answerable), questions[0].question if questions else "warm up")
+    warm = asker.ask(first, options, version=version)
+    if backend != "extractive" and LLM_UNAVAILABLE in (warm.notice or ""):
+        raise LLMError(f"the LLM backend failed on a first question: {warm.notice}")
     answers = [asker.ask(q.question, options, version=version) for q in questions]
     # gold URLs name works, not the addresses their texts came from: score on the identities
     scored = [replace(a, retrieved=tuple(by_identity(a.retrieved, version.docs)),

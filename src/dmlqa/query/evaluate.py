@@ -14,6 +14,7 @@ from dataclasses import dataclass, replace
 from typing import Any, TypeVar
 
 from dmlqa.errors import InputFileError
+from dmlqa.query.answer import LLM_UNAVAILABLE
 from dmlqa.textsafe import replace_lone_surrogates
 
 _Item = TypeVar("_Item")  # a Hit or a Citation (frozen dataclasses with doc_id and url)
@@ -159,7 +160,8 @@ def score_answers(questions: Sequence[EvalQuestion], answers: Sequence[object], 
     Besides retrieval, citation, keyword, refusal and latency scores: the median length of the answers
     given (refusals left out), how many answers carry a ``[n]`` that is none of their citations, how many
     sentences the citation check flagged unsupported and how many invented markers it removed, and, when
-    ``backend`` names the backend asked for (e.g. ``llm:qwen3``), how many answers fell back to another.
+    ``backend`` names the backend asked for (e.g. ``llm:qwen3``), how many answers fell back to another
+    because it failed.
     """
     ranks, cited, kw, kw_all, latencies, false_ref = [], [], [], [], [], 0
     refusals = []
@@ -170,7 +172,9 @@ def score_answers(questions: Sequence[EvalQuestion], answers: Sequence[object], 
         dangling += bool(dangling_markers(a))
         unsupported += sum(1 for f in a.flags if f.startswith("unsupported:"))
         removed += sum(1 for f in a.flags if f.startswith("removed citation"))
-        fallbacks += backend is not None and a.backend != backend
+        # fell back: the LLM failed and the extractive answer stood in (a refusal made before either answerer,
+        # by name or as off-topic, is the backend's answer too: no LLM should have been asked)
+        fallbacks += backend is not None and a.backend != backend and LLM_UNAVAILABLE in (a.notice or "")
         if not a.refused:
             words.append(answer_words(a.answer))
         if not q.answerable:

@@ -9,6 +9,7 @@ version is published (through :meth:`dmlqa.api.KnowledgeBase.prewarm`).
 
 from __future__ import annotations
 
+import functools
 import logging
 import time
 from collections.abc import Callable
@@ -16,8 +17,9 @@ from dataclasses import dataclass
 
 from dmlqa.extract.sentences import MAX_CHARS, MIN_CHARS
 from dmlqa.index.versions import IndexVersion
-from dmlqa.query.answer import sentences_of
+from dmlqa.query.answer import candidate_cosines, sentences_of
 from dmlqa.query.search import Searcher
+from dmlqa.query.topic import background
 
 log = logging.getLogger(__name__)
 
@@ -57,13 +59,17 @@ def candidate_sentences(version: IndexVersion, block: int = 2000) -> list[str]:
 
 def prewarm(searcher: Searcher, version: IndexVersion, *, step: int = STEP,
             on_progress: Callable[[int, int], None] | None = None) -> Prewarm:
-    """Embed every candidate sentence of ``version`` into ``searcher``'s vector cache.
+    """Embed every candidate sentence of ``version`` into ``searcher``'s vector cache, after working out
+    the version's off-topic background (:func:`dmlqa.query.topic.background`, for every version).
 
-    Skipped for a version built with its sentence vectors (answering then embeds only the
+    The sentences are skipped for a version built with its sentence vectors (answering then embeds only the
     question), for an encoder without a cache, and when the sentences would not fit the cache (a
     very large index; answers then fill it as they go). ``on_progress(done, total)`` hears of each
     step, from ``(0, total)`` on, so a front end can report the warm-up while it runs.
     """
+    # the off-topic check's background (16 everyday questions embedded and searched): a version's first
+    # question would otherwise wait for it
+    background(version, functools.partial(candidate_cosines, searcher, version))
     if version.has_sentences:
         return Prewarm(version.name, 0, "sentence vectors in the index")
     enc = searcher.encoder_for(version)

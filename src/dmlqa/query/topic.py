@@ -16,16 +16,12 @@ ships with the selector's weights.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
-from typing import TYPE_CHECKING
+from collections.abc import Callable, Sequence
 
 import numpy as np
 
 from dmlqa.index.versions import IndexVersion
 from dmlqa.query.pinned import per_version
-
-if TYPE_CHECKING:
-    from dmlqa.query.search import Searcher
 
 #: How many of the best candidate cosines :func:`topic_cosine` averages (see there).
 TOPIC_SENTENCES = 2
@@ -65,21 +61,15 @@ def topic_cosine(cosines: np.ndarray | Sequence[float]) -> float:
 
 
 @per_version
-def background(version: IndexVersion, searcher: Searcher) -> float:
-    """The median :func:`topic_cosine` of :data:`PROBES` in ``version``, gathered as a question's
-    candidates are (so that both are measured alike); worked out on the version's first question."""
-    from dmlqa.query.answer import AskOptions, retrieve
-    from dmlqa.query.extractive import gather
-
-    options = AskOptions(use_llm=False)
-    near = []
-    for probe in PROBES:
-        hits = retrieve(searcher, version, probe, options)
-        near.append(topic_cosine(gather(searcher, version, probe, hits, options).cosines) if hits else 0.0)
-    return float(np.median(near))
+def background(version: IndexVersion, cosines_of: Callable[[str], np.ndarray]) -> float:
+    """The median :func:`topic_cosine` of :data:`PROBES` in ``version``; ``cosines_of(question)`` gives a
+    question's candidate cosines as an answer gathers them (so that both are measured alike:
+    :func:`dmlqa.query.answer.candidate_cosines`). Worked out on the version's first question, or by
+    :func:`dmlqa.query.prewarm.prewarm`: 16 questions embedded and searched, ~0.4 s on the snapshot."""
+    return float(np.median([topic_cosine(cosines_of(probe)) for probe in PROBES]))
 
 
-def nearness(version: IndexVersion, searcher: Searcher, cosines: np.ndarray) -> float:
+def nearness(version: IndexVersion, cosines: np.ndarray, cosines_of: Callable[[str], np.ndarray]) -> float:
     """The question's :func:`topic_cosine` over the version's :func:`background`: the margin a learned cut
     reads (:meth:`dmlqa.query.selector.Selector.off_topic`)."""
-    return topic_cosine(cosines) - background(version, searcher)
+    return topic_cosine(cosines) - background(version, cosines_of)
