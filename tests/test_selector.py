@@ -25,6 +25,7 @@ from dmlqa.query.features import (
     idf_weights,
     kind_match,
     kind_miss,
+    leans,
     overlap,
     standalone,
     title_like,
@@ -95,6 +96,15 @@ def test_openings_that_only_look_like_leaning_back_stand_alone() -> None:
     assert standalone("Table 4 shows that SuperNeurons trains 12.97x deeper ResNets than Caffe.")
     assert not standalone("and the model is split across the stages.")
     assert not standalone("It uses a 64 MB fusion buffer.")
+
+
+def test_a_linking_opener_before_a_named_subject_does_not_lean() -> None:
+    """Who does what is said, so the sentence is quoted without the one before it."""
+    assert not leans("In contrast, ZeRO-Offload is designed to fit a larger model on one GPU.")
+    assert not leans("For example, DeepSpeed can attain 64 teraflops.")
+    assert not leans("In contrast, PyTorch 1.9 and above supports it.")  # a version range is no "above"
+    assert leans("However, it fails.") and leans("In contrast, the model above fails.")
+    assert leans("However, the second stage shards them.")  # "the second stage": of what came before
 
 
 def test_standalone_sentences_carry_their_own_context() -> None:

@@ -119,11 +119,10 @@ def test_source_reference_markers_and_glued_headings_are_removed_for_the_answer(
     assert for_answer("We follow the settings as in [5].") == "We follow the settings as in ref. 5."
     assert for_answer("In [3, 7], the authors shard it.") == "In refs. 3, 7, the authors shard it."
     assert leans_back("This reduces memory by 8x.") and leans_back("it also partitions gradients.")
-    # a linking opener before a subject that names itself: who does what is said, the sentence stands alone
-    assert not leans_back("In contrast, ZeRO-Offload is designed to fit a larger model on one GPU.")
-    assert not leans_back("For example, DeepSpeed can attain 64 teraflops.")
+    # a linking opener leans back even before a named subject; quoting sets that case aside
+    # (dmlqa.query.features.leans, tests/test_selector.py)
+    assert leans_back("In contrast, ZeRO-Offload is designed to fit a larger model on one GPU.")
     assert leans_back("However, it fails.") and leans_back("In contrast, the model above fails.")
-    assert leans_back("However, the second stage shards them.")  # "the second stage": of what came before
     assert not leans_back("ZeRO-3 partitions the parameters.")
 
 

@@ -561,20 +561,9 @@ _ANAPHOR = re.compile(r"^(?:This|These|That|Those|It|Its|They|Their|Such|Here|Th
                       r"Because of this|That is)\b")
 
 
-#: A linking opener followed by a subject that names itself: "In contrast, ZeRO-Offload is designed to ...",
-#: "However, Megatron-LM splits ...". The link is to the text before, but the sentence says who does what.
-_LINKED_NAMED = re.compile(r"^(?:However|In contrast|Moreover|Furthermore|In addition|Additionally|Similarly|"
-                           r"Likewise|Instead|As a result|Therefore|Thus|Hence|For example|For instance|"
-                           r"Nevertheless|Nonetheless|In practice|In particular),\s+(?!(?:This|These|That|Those|It|"
-                           r"Its|They|Their|Such|The|Both|Each|Here|We|Our)\b)"
-                           r"[A-Z][\w.+-]*(?:[A-Z0-9+-][\w.+-]*)?\b")
-
-
 def leans_back(text: str) -> bool:
     """Does this sentence depend on the one before it (anaphor, lower-case start, 'above')?"""
     t = text.lstrip("\"'“(- ")
-    if _LINKED_NAMED.match(t) and re.search(r"\b(?:above|aforementioned)\b", t) is None:
-        return False
     return bool(_ANAPHOR.match(t)) or t[:1].islower() or re.search(r"\b(?:above|aforementioned)\b", t) is not None
 
 

@@ -213,15 +213,27 @@ _SOFT_LEAN = re.compile(r"^(?:However|Moreover|Furthermore|In addition|Additiona
                         r"Similarly|Likewise|Otherwise|In contrast|On the other hand|Still|Yet|Nevertheless|"
                         r"Nonetheless|Even so|In other words|Namely|For example|For instance|Thus|Hence|Therefore|"
                         r"Though|As such)\b")
+#: One of those connectives (the ones tried) before a subject that names itself: "In contrast, ZeRO-Offload is
+#: designed to ...", "However, Megatron-LM splits ...". The link is to the text before, but the sentence says
+#: who does what: it does not lean, and is quoted alone.
+_LINKED_NAMED = re.compile(r"^(?:However|In contrast|Moreover|Furthermore|In addition|Additionally|Similarly|"
+                           r"Likewise|Instead|As a result|Therefore|Thus|Hence|For example|For instance|"
+                           r"Nevertheless|Nonetheless|In practice|In particular),\s+(?!(?:This|These|That|Those|It|"
+                           r"Its|They|Their|Such|The|Both|Each|Here|We|Our)\b)"
+                           r"[A-Z][\w.+-]*(?:[A-Z0-9+-][\w.+-]*)?\b")
 
 
 def leans(text: str) -> bool:
     """Does the sentence lean on the one before (:func:`dmlqa.extract.sentences.leans_back`), the
-    openings that only look like it (:data:`_SELF_REFERENCE`, :data:`_NAME_START`) left aside?"""
+    openings that only look like it (:data:`_SELF_REFERENCE`, :data:`_NAME_START`, :data:`_LINKED_NAMED`)
+    left aside?"""
     t = text.lstrip("\"'“(- ")
     if _SELF_REFERENCE.match(t) or _NAME_START.match(t) or _BULLET.match(text):
         return False  # a list item opening in lower case ("- it saves up to 70% ...") is the list's way
-    return leans_back(_AND_ABOVE.sub("", t))
+    t = _AND_ABOVE.sub("", t)
+    if _LINKED_NAMED.match(t) and re.search(r"\b(?:above|aforementioned)\b", t) is None:
+        return False
+    return leans_back(t)
 
 
 def leans_hard(text: str) -> bool:
