@@ -131,8 +131,17 @@ def _neighbours(version):  # noqa: ANN001, ANN202 - IndexVersion
 
 def collect(kb: KnowledgeBase, questions: list[dict], cache: Path | None = None) -> list[Item]:
     """Each question's candidate pool, gathered as the answerer does (a follow-up with the question it
-    follows), its labels and its group; read from ``cache`` when it holds the same questions."""
-    version = kb.asker.searcher.pin()
+    follows), its labels, its group and its nearness; read from ``cache`` when it holds the same questions."""
+    searcher = kb.asker.searcher
+    version = searcher.pin()
+    pools, absent = _pools(searcher, version, questions, cache)
+    cosines_of = functools.partial(candidate_cosines, searcher, version)
+    return [_item(q, p, a, nearness(version, p.cosines, cosines_of))
+            for q, p, a in zip(questions, pools, absent, strict=True)]
+
+
+def _pools(searcher, version, questions: list[dict], cache: Path | None) -> tuple[list[Pool], list[list[str]]]:  # noqa: ANN001
+    """The questions' pools and the names the name check finds absent, from ``cache`` when it matches."""
     ids = [q["id"] for q in questions]
     if cache is not None and cache.exists():
         saved = pickle.loads(cache.read_bytes())
@@ -142,12 +151,8 @@ def collect(kb: KnowledgeBase, questions: list[dict], cache: Path | None = None)
                 p.neighbour = _neighbours(version)
             # the name check is cheap and changes apart from the features: run it again (the pool's sources
             # begin with the retrieved passages it reads first; the names it reports do not depend on them)
-            absent = [[u.name for u in unknown_names(version, q["question"], p.sources)]
-                      for q, p in zip(questions, pools, strict=True)]
-            cosines_of = functools.partial(candidate_cosines, kb.asker.searcher, version)
-            return [_item(q, p, a, nearness(version, p.cosines, cosines_of))
-                    for q, p, a in zip(questions, pools, absent, strict=True)]
-    searcher = kb.asker.searcher
+            return pools, [[u.name for u in unknown_names(version, q["question"], p.sources)]
+                           for q, p in zip(questions, pools, strict=True)]
     options = AskOptions(use_llm=False)
     by_id = {q["id"]: q for q in questions}
     pools, absent = [], []
@@ -164,9 +169,7 @@ def collect(kb: KnowledgeBase, questions: list[dict], cache: Path | None = None)
     if cache is not None:
         kept = [dataclasses.replace(p, neighbour=None, _features=None) for p in pools]
         cache.write_bytes(pickle.dumps({"ids": ids, "version": version.name, "pools": kept, "absent": absent}))
-    cosines_of = functools.partial(candidate_cosines, searcher, version)
-    return [_item(q, p, a, nearness(version, p.cosines, cosines_of))
-            for q, p, a in zip(questions, pools, absent, strict=True)]
+    return pools, absent
 
 
 def _item(q: dict, pool: Pool, absent: list[str], near: float) -> Item:
