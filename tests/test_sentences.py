@@ -110,6 +110,10 @@ def test_source_reference_markers_and_glued_headings_are_removed_for_the_answer(
         "Tensor Fusion batches small tensors into one buffer.")
     assert for_answer("[2026/03] **Scalable MoE Training** - a report on __init__ and __all__ hooks.") == (
         "[2026/03] Scalable MoE Training - a report on __init__ and __all__ hooks.")
+    # a README news entry's links to its translations; a bracketed word inside a sentence stays
+    assert for_answer("- [2024/08] DeepNVMe: Improving DL Applications through I/O Optimizations [English] [中文] "
+                      "[日本語]") == "- [2024/08] DeepNVMe: Improving DL Applications through I/O Optimizations"
+    assert for_answer("Read the [English] guide first.") == "Read the [English] guide first."
     # a footnote's number glued to its first word; a quantity or a name with a digit stays
     assert for_answer("6Gopher uses a different prompt format.") == "Gopher uses a different prompt format."
     assert for_answer("3D parallelism combines three kinds.") == "3D parallelism combines three kinds."

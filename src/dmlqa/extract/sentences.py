@@ -525,6 +525,10 @@ _OBJECT_MARK = re.compile(r"(?i:\b(to|in|of|by|from|with|than|see|like|following
 _SUPERSCRIPT = re.compile(r"(?<=[A-Za-z\)])[\u00b9\u00b2\u00b3\u2070-\u2079]+")
 #: Section heading glued in front of a sentence by the PDF text layer: "3 DESIGN In this section".
 _LEADING_HEADING = _HEADING_LEAD
+#: A README's links to a translation, after a news entry ("... Inference [English] [中文] [日本語]"): the
+#: link texts are kept in the page's text, and quoted they read as noise after the entry.
+_LANGUAGE_LINKS = re.compile(r"(?:\s*\[(?:English|中文|日本語|한국어|Chinese|Japanese|Korean|Français|Deutsch|Español|"
+                             r"Русский|Português)\])+(?=\s*$|\s*[.;,]|\s+[-–—])")
 
 
 #: A footnote's number glued to its first word by the PDF text layer ("6Gopher uses ...", "3The activation ...").
@@ -535,13 +539,14 @@ _STAMP = re.compile(r"\b\d{1,2}/\d{1,2}/\d{2,4},?\s+\d{1,2}:\d{2}\s*(?:AM|PM)?\b
 
 def for_answer(text: str) -> str:
     """A sentence as an answer quotes it: the source's reference markers, print stamps, markdown bold
-    markers, a glued heading and a footnote's glued number removed."""
+    markers, links to translations, a glued heading and a footnote's glued number removed."""
     t = _STAMP.sub("", text)
     if _COMMENT.match(t):  # a code comment reads as prose without its markers and step label ("# [5a]")
         t = re.sub(r"^\[\w{1,4}\]\s*", "", re.sub(r"(?:^|\s)(?:#|//)\s+", " ", t).strip())
     t = _OBJECT_MARK.sub(lambda m: f"{m[1]} ref{'s' if re.search(r'[,;–-]', m[2]) else ''}. {m[2]}", t)
     t = _REF_MARK.sub("", t)
     t = _SUPERSCRIPT.sub("", t)
+    t = _LANGUAGE_LINKS.sub("", t)
     # markdown bold markers a README's raw text keeps ("**Scalable Training**"); "__" stays: as often a dunder name
     t = t.replace("**", "")
     m = _LEADING_HEADING.match(t)
