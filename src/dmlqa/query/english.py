@@ -1,14 +1,23 @@
 """Common English: what the question's words are when they are not names (:mod:`dmlqa.query.names`).
 
 "Common English" is the frequent part of the WordPiece vocabulary of the bundled embedding model
-(BERT's, built most-frequent first, so a word's id is its frequency rank), with plurals, tenses and
-prefixes (``rerun``, ``prebuilt``) folded back to their word.
+(BERT's, built most-frequent first, so a word's id is its frequency rank) and every word of an English
+dictionary (Webster's Second, the public-domain ``web2`` list of the ``english-words`` package), with
+plurals, tenses and prefixes (``rerun``, ``prebuilt``) folded back to their word.
+
+Why a dictionary besides the vocabulary: the vocabulary's 30,000 pieces keep only the frequent words
+whole. Questions use plain words it splits ("lopsided", "quadrupling", "carve", "flavour", "swarms"),
+and a lower-case word no document uses was then taken for a product's name and the question refused
+("the knowledge base has nothing on lopsided"). A name of the field that is also an English word
+("petals") is no longer caught by the name check alone; the off-topic check and the selector still see
+how little the index holds on it.
 """
 
 from __future__ import annotations
 
 import functools
 import json
+from collections.abc import Callable
 from pathlib import Path
 
 #: Whole words of BERT's uncased WordPiece vocabulary with an id below this are "common English".
@@ -20,6 +29,14 @@ _PREFIXES = ("re", "pre", "un", "non", "co", "de", "dis", "mis", "over", "under"
 _SUFFIXES = ("s", "es", "ed", "d", "ing", "er", "ers", "est", "ly", "ise", "ize", "ised", "ized", "ation", "able")
 #: Second halves of English compounds that are no names: walkthrough, rollout, warmup, tradeoff.
 _PARTICLES = ("through", "up", "down", "out", "off", "over", "back", "away", "around", "in", "on")
+
+
+@functools.lru_cache(maxsize=1)
+def dictionary() -> frozenset[str]:
+    """The lower-case words of Webster's Second (~235,000; loaded once, ~0.1 s)."""
+    from english_words import get_english_words_set
+
+    return frozenset(get_english_words_set(["web2"], lower=True, alpha=True))
 
 
 @functools.lru_cache(maxsize=1)
@@ -35,11 +52,25 @@ def english_ranks() -> dict[str, int]:
 
 
 def common_word(word: str, limit: int = COMMON_RANK) -> bool:
-    """Is this lower-case word English among the ``limit`` first ids (or a regular form of one)?"""
+    """Is this lower-case word frequent English: among the vocabulary's ``limit`` first ids (or a regular
+    form of one)? A capitalised word this frequent is part of a product's name ("Lightning Fabric"); a rarer
+    one ("Spotty") may be a name by itself."""
     ranks = english_ranks()
+    return _folded(word, lambda w: ranks.get(w, limit) < limit)
+
+
+def english_word(word: str, limit: int = COMMON_RANK) -> bool:
+    """Is this lower-case word English: frequent (:func:`common_word`) or in the dictionary (or a regular
+    form of one)? A lower-case word that is not may be a name ("torchtitan", "pjit")."""
+    ranks, words = english_ranks(), dictionary()
+    return _folded(word, lambda w: ranks.get(w, limit) < limit or w in words)
+
+
+def _folded(word: str, whole: Callable[[str], bool]) -> bool:
+    """Is ``word``, or the word it is a regular form of, ``whole``?"""
 
     def known(w: str) -> bool:
-        return len(w) >= 2 and ranks.get(w, limit) < limit
+        return len(w) >= 2 and whole(w)
 
     def inflected(w: str) -> bool:  # "criticise" → "critic", "cheapest" → "cheap", "reloading" → "reload"
         if known(w):

@@ -37,7 +37,7 @@ from dmlqa.index.lexical import _stopwords, tokenize
 from dmlqa.index.postings import _encode, _lookup
 from dmlqa.index.versions import IndexVersion
 from dmlqa.models import Citation, Hit
-from dmlqa.query.english import common_word, english_ranks
+from dmlqa.query.english import common_word, english_ranks, english_word
 from dmlqa.query.pinned import per_version
 
 __all__ = ["Unknown", "candidate_names", "not_english", "name_refusal", "unknown_names"]
@@ -99,7 +99,7 @@ def not_english(question: str, concept: Callable[[str], bool] = lambda word: Fal
     words = [w for w in every if w.isalpha() and w.islower() and len(w) >= 2]
     if len(words) < 3 or any(w.lower() in _OPENERS for w in every):  # "Can ...", "How ..." open English
         return False
-    foreign = sum(1 if w.isascii() else 2 for w in words if not (common_word(w, limit=1 << 30) or concept(w)))
+    foreign = sum(1 if w.isascii() else 2 for w in words if not (english_word(w, limit=1 << 30) or concept(w)))
     return foreign >= len(words) / 2
 
 
@@ -157,9 +157,9 @@ def _kind(w: _Word, concept: Callable[[str], bool]) -> str:
     if text[:1].isupper():
         if not w.sentence_start:
             return "name"
-        return "plain" if low in _OPENERS or common_word(low) else "name"
+        return "plain" if low in _OPENERS or english_word(low) else "name"
     # a rare lower-case word names one thing alone ("nanotron"); it joins no run: "Jeff Dean propose"
-    return "plain" if len(text) < 3 or common_word(low) or concept(low) else "alone"
+    return "plain" if len(text) < 3 or english_word(low) or concept(low) else "alone"
 
 
 def _part_is_name(part: str, concept: Callable[[str], bool]) -> bool:
@@ -372,7 +372,7 @@ def _mentioned(evidence: _Evidence, name: str) -> bool:
             return True
         # "Megatron-style", "GPT-3-sized": a known name with an English word hyphenated on
         head, _, tail = w.rpartition("-")
-        return bool(head) and tail.islower() and common_word(tail, limit=1 << 30) and word_known(head)
+        return bool(head) and tail.islower() and english_word(tail, limit=1 << 30) and word_known(head)
 
     if not all(word_known(w) for w in words):
         return False
@@ -470,7 +470,7 @@ def _near(version: IndexVersion, name: str, hits: Sequence[Hit],
         got = looks_like.get(word)
         if got is None:
             got = looks_like[word] = (word != word.lower() or bool(re.search(r"[\d+_]", word))
-                                      or not (common_word(word) or concept(word)))
+                                      or not (english_word(word) or concept(word)))
         return got
 
     for doc_id, text in texts:
