@@ -116,6 +116,8 @@ FIELD = frozenset({"parallelism", "strategies", "shards", "shard", "checkpointin
     # plain English the model's vocabulary keeps only in pieces (the dictionary knows them): no names
     ("How lopsided does the workload get after quadrupling the experts?", []),
     ("Which flavour of sequence parallelism do swarms of small devices carve memory into?", []),
+    # a hyperparameter's symbol spelt out is no name, a versioned project is
+    ("Which Adam beta2 and epsilon does fairseq2 use?", ["Adam", "fairseq2"]),
     # a rare English word written capitalised mid-sentence may still name something ("Spotty Docker")
     ("How do I run my scripts inside the Spotty Docker container?", ["Spotty Docker"]),
 ])

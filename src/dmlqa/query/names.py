@@ -124,6 +124,10 @@ def _words(question: str) -> list[_Word]:
     return out
 
 
+#: A Greek letter's name with its index: a hyperparameter's symbol written out ("Adam beta2").
+_SYMBOL = re.compile(r"(?:alpha|beta|gamma|delta|epsilon|eta|theta|kappa|lambda|mu|rho|sigma|tau|phi|omega)\d{0,2}")
+
+
 def _kind(w: _Word, concept: Callable[[str], bool]) -> str:
     """``name`` (names something on its own), ``alone`` (a name that joins no run), ``joiner`` (part
     of a name beside one: an acronym, "2-bit"), or ``plain``."""
@@ -152,6 +156,8 @@ def _kind(w: _Word, concept: Callable[[str], bool]) -> str:
         return "joiner" if digits else "plain"  # 2-bit (Adam), data-parallel
     if _ACRONYM.fullmatch(text):
         return "joiner"  # FSDP, AI, GPU
+    if _SYMBOL.fullmatch(text):
+        return "plain"  # beta2, lambda1: a paper's symbol spelt out (it writes β2), no name
     if digits:
         return "name"  # fairseq2, float8, H100, v5e
     if text[:1].isupper():
