@@ -5,7 +5,7 @@ An off-topic question ("who won the world cup?") names nothing the name check
 shares a word ("AlexNet won the champion of the ImageNet competition") can score like an answer. What
 tells it apart is how near the question its nearest sentences are: :func:`topic_cosine`.
 
-How near is near depends on the corpus, not only on the question. In the snapshot's 27,000 sentences an
+How near is near depends on the corpus, not only on the question. In the snapshot's 15,500 sentences an
 off-topic question always finds some at a cosine of 0.3-0.4; in a corpus of a few dozen it finds
 none above 0.1, while an on-topic question there may meet only one or two sentences about it. So the
 question's nearness is measured against the version's own :func:`background`: the median nearness of a
