@@ -399,6 +399,10 @@ def test_a_line_written_as_a_title_is_marked_so_the_model_can_weigh_it() -> None
     ("Checkpointing Tutorial A short guide to saving sharded optimizer states", True),
     ("See Appendix A for the full list of settings.", False),
     ("NVIDIA A100 GPUs train the model with tensor parallelism", False),
+    # a running header in capitals before a page's continuation; a name in capitals opens a sentence
+    ("TECHNICAL REPORT causal mask has not been addressed, the DS-Ring has load unbalancing issue.", True),
+    ("PATHWAYS uses a client-server architecture.", False),
+    ("NCCL is NVIDIA's library for collective communication.", False),
     # cut off mid-clause or at a line-end hyphen (a page or column break)
     ("Bounded-staleness schedules such as PipeMare and PipeDream-2BW do", True),
     ("The gradient of each shard is then reduced across the", True),

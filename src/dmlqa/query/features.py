@@ -255,6 +255,8 @@ _LEGEND = re.compile(r"^(?:Figure|Fig\.?|Table)\s*\d+[a-z]?\s*[:.|]|\b(?:Figure|
                      r"[A-Z]|[a-z.](?:Figure|Fig\.|Table)\s*\d|(?:Figure|Fig\.|Table)\d")
 _GLUED_HEADING = re.compile(r"^[\w.+-]{2,30}:\s+(?:[A-Z][\w-]*\s+){2,5}[A-Z][\w-]*\s+[a-z]|"
                             r"^(?:\d+(?:\.\d+)*\.?\s+)?[A-Z][A-Z -]{4,}\s+[A-Z][a-z]|"
+                            # "TECHNICAL REPORT causal mask has not ...": a running header before a page's continuation
+                            r"^[A-Z]{4,}(?:\s+[A-Z]{4,})+\s+[a-z]|"
                             # "5.2 Comparison to ZeRO-3 We compare ...": a numbered heading before the sentence
                             r"^\d+(?:\.\d+)+\.?\s+[A-Z][\w-]*(?:\s+[\w-]+){0,6}?\s+(?:We|In|This|The|Our|Here|To)\s|"
                             # "4.2.3 Pipeline Parallelism ...": a number of three levels is a section's, never a figure
