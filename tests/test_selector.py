@@ -27,6 +27,7 @@ from dmlqa.query.features import (
     kind_miss,
     leans,
     overlap,
+    points_away,
     standalone,
     title_like,
 )
@@ -383,6 +384,20 @@ def test_a_line_written_as_a_title_is_marked_so_the_model_can_weigh_it() -> None
     assert not title_like("Sharding")  # one word: a name, which "which" questions ask for
     assert not title_like("Model | GPUs | TFLOPs")  # a table row is is_row's
     assert not title_like("See the Examples:")  # it announces what follows
+
+
+def test_a_sentence_pointing_elsewhere_is_marked_so_the_model_can_weigh_it() -> None:
+    assert points_away("An example of sequence parallelism with HybridParallelPlugin can be found here.")  # a link
+    assert points_away("For more information, you may read the docs.")
+    assert points_away("Below, we will introduce how to use these different types of sequence parallelism.")
+    assert points_away("In this tutorial, you will learn how to use pipeline parallel.")
+    assert points_away("A sample config file is shown below.")  # announces code: the weight, not a rule, decides
+    assert not points_away("Sequence parallelism partitions along the sequence dimension.")  # says what it is
+    assert not points_away("See Section 5 for details on selective activation recomputation.")  # a paper's outline
+    assert not points_away("The results are shown in Figure 3.")  # a legend's job is furniture's
+    row = feature_matrix(QuestionFacts({"exampl": 1.0}, frozenset(), frozenset()),
+                         ["More details can be found here."], [Place(PROSE, 0, 0, 0.5, False)], np.array([0.5]))
+    assert row[0, FEATURES.index("points_away")] == 1.0
 
 
 @pytest.mark.parametrize(("text", "expected"), [

@@ -56,6 +56,7 @@ FEATURES = (
     "title_like",  # every word capitalised and no sentence end: a heading, a menu entry or a paper's title
     "is_code",  # a code line a sentence announces, quoted with it
     "code_asked",  # the question asks how to do something or for a command, flag or setting, and it holds code
+    "points_away",  # says where something is, not what it is ("An example can be found here.", "Below, we ...")
 )
 
 
@@ -288,6 +289,21 @@ _CONTENTS = re.compile(r"^\W*(?i:table of contents?)\b|(?:\s\*\s+[A-Z][^*]*){3,}
 _RUN_TOGETHER = re.compile(r"(?<![/\w])\w*[a-z]{18,}")
 
 
+#: A sentence pointing at something else: a link ("... can be found here."), what comes below, or what a
+#: tutorial or section is about to do ("In this tutorial, we will ...", "Next, we compare ...").
+_POINTER = re.compile(r"\b(?:can be found|(?:is|are) (?:available|provided|shown|listed|described)|see|refer to|read|"
+                      r"check(?: out)?|visit|click)\b[^.;]{0,60}?\b(?:here|below|above|this (?:page|link|guide|"
+                      r"tutorial|section)|the (?:docs|documentation|link|page|guide|tutorial))\W*$|"
+                      r"^(?:Below|Next|In the following|In this (?:section|tutorial|guide|page|post)),?\s+(?:we|you)\b|"
+                      r"\bwe will (?:introduce|show|describe|discuss|explain|cover|walk)\b", re.I)
+
+
+def points_away(text: str) -> bool:
+    """Does the sentence say where something is rather than what it is? It may announce what follows
+    (a config "shown below:" comes with it), so this is a weight the model learns, not a rule."""
+    return _POINTER.search(text) is not None
+
+
 _SMALL_WORDS = frozenset("a an and as at by for from in into of on or per the to via vs with".split())
 
 
@@ -426,5 +442,6 @@ def feature_matrix(q: QuestionFacts, texts: Sequence[str], places: Sequence[Plac
             float(title_like(text)),
             float(place.role == SNIPPET),
             float("code" in q.kinds and (place.role == SNIPPET or _HAS_CODE.search(text) is not None)),
+            float(points_away(text)),
         )
     return out
