@@ -7,8 +7,8 @@ answer a different question. So the names a question uses are checked against th
 * **Candidate names** are the words a user writes for a specific thing: capitalised words inside
   a sentence, camel case (``DiLoCo``), identifiers (``shard_map``), product-like tokens with digits,
   ``+`` or hyphens (``fairseq2``, ``zero++``, ``deepspeed-ulysses``), quoted strings, runs of these
-  (``Lightning Fabric``, ``Vertex AI``), and lower-case words that are not common English
-  (``torchtitan``, ``petals``): see :mod:`dmlqa.query.english` for what counts as common English.
+  (``Lightning Fabric``, ``Vertex AI``), and lower-case words that are not English (``torchtitan``,
+  ``pjit``; "lopsided" is English): see :mod:`dmlqa.query.english` for what counts as English.
 * **Mentioned** means what the index can show: every BM25 token of the name is in the version's
   vocabulary (or in a document's address), and a name of several words or parts occurs as that
   phrase in one passage, title or address. Two words that each occur somewhere ("Lightning" and
@@ -88,7 +88,8 @@ class _Word:
 def not_english(question: str, concept: Callable[[str], bool] = lambda word: False) -> bool:
     """Is the question in another language? Three or more lower-case words, none of them an English word
     of asking ("how", "the", "does", "with": :data:`_OPENERS`), and half of them no English word (at any
-    rank of the bundled vocabulary, or a regular form of one) nor the index's own vocabulary (``concept``),
+    rank of the bundled vocabulary or in the dictionary, or a regular form of one) nor the index's own
+    vocabulary (``concept``),
     one spelt with a letter English does not use ("partición", "über") counting twice. Capitalised
     words are left out: names are the same in every language. Otherwise a question in Spanish or German
     reads as a string of names no document mentions ("nothing on Cómo or funciona"); an English question
