@@ -369,6 +369,9 @@ def test_extract_file_by_suffix_and_sniffing(tmp_path: Path) -> None:
 def test_clean_text() -> None:
     raw = "ef\ufb01cient\u00a0 training\x00\x0c of\u00adfload\u200b\r\n\n\n\n  next   line \t"
     assert clean_text(raw) == "efficient training offload\n\nnext line"
+    # a formula's variables in mathematical italics read, and are searched, as plain letters; m² keeps its square
+    math = "By design, \u210e\U0001d45d\U0001d44d trades memory for m² and \U0001d45a \u226b \U0001d45d."
+    assert clean_text(math) == "By design, hpZ trades memory for m² and m \u226b p."
 
 
 # -- documents and cards ---------------------------------------------------------------------------

@@ -285,6 +285,10 @@ def _looks_western(text: str) -> bool:
     return plausible >= 0.9 * len(non_ascii)
 
 
+#: Letters and digits of the Mathematical Alphanumeric Symbols block and the italic h (U+210E) a PDF's text
+#: layer uses for a formula's variables: ZeRO++ writes its hpZ as "ℎ𝑝𝑍", which no question's "hpZ" matches
+#: (BM25's tokens, the name check). Written as their plain letters (NFKC), as the reader sees them.
+_MATH_LETTERS = re.compile("[\U0001d400-\U0001d7ff\u210e]+")
 _LIGATURES = str.maketrans({"ﬀ": "ff", "ﬁ": "fi", "ﬂ": "fl", "ﬃ": "ffi", "ﬄ": "ffl", "ﬅ": "st", "ﬆ": "st"})
 #: C0/C1 controls except tab and newline, plus soft hyphens, zero-width characters and BOMs.
 _INVISIBLE = re.compile(r"[\x00-\x08\x0b\x0c\x0e-\x1f\x7f-\x9f\u00ad\u200b-\u200d\u2060\ufeff\ufffe\uffff]")
@@ -292,9 +296,11 @@ _ODD_SPACES = re.compile(r"[\t\u00a0\u1680\u2000-\u200a\u202f\u205f\u3000]")
 
 
 def clean_text(text: str) -> str:
-    """Normalise text for indexing: NFC, ligatures expanded, invisible/control characters dropped,
-    runs of spaces collapsed, lines stripped, at most one blank line in a row."""
+    """Normalise text for indexing: NFC, ligatures expanded, mathematical letters written plain ("ℎ𝑝𝑍" is
+    "hpZ"), invisible/control characters dropped, runs of spaces collapsed, lines stripped, at most one blank
+    line in a row."""
     text = unicodedata.normalize("NFC", text.replace("\r\n", "\n").replace("\r", "\n"))
+    text = _MATH_LETTERS.sub(lambda m: unicodedata.normalize("NFKC", m[0]), text)
     text = _INVISIBLE.sub("", text.translate(_LIGATURES))
     text = _ODD_SPACES.sub(" ", text)
     text = re.sub(r" {2,}", " ", text)
