@@ -566,10 +566,18 @@ _ANAPHOR = re.compile(r"^(?:This|These|That|Those|It|Its|They|Their|Such|Here|Th
                       r"Because of this|That is)\b")
 
 
+_ABOVE = re.compile(r"\b(?:above|aforementioned)\b")
+
+
+def refers_above(text: str) -> bool:
+    """Does the sentence point at text before it ("the model above", "the aforementioned schedule")?"""
+    return _ABOVE.search(text) is not None
+
+
 def leans_back(text: str) -> bool:
     """Does this sentence depend on the one before it (anaphor, lower-case start, 'above')?"""
     t = text.lstrip("\"'“(- ")
-    return bool(_ANAPHOR.match(t)) or t[:1].islower() or re.search(r"\b(?:above|aforementioned)\b", t) is not None
+    return bool(_ANAPHOR.match(t)) or t[:1].islower() or refers_above(t)
 
 
 def leans_forward(text: str) -> bool:

@@ -19,7 +19,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from dmlqa.extract.sentences import ITEM, ROW, SNIPPET, leans_back
+from dmlqa.extract.sentences import ITEM, ROW, SNIPPET, leans_back, refers_above
 from dmlqa.index.lexical import tokenize
 
 #: The order of the features in a matrix and in the fitted weights (selector.json names them).
@@ -232,8 +232,8 @@ def leans(text: str) -> bool:
     if _SELF_REFERENCE.match(t) or _NAME_START.match(t) or _BULLET.match(text):
         return False  # a list item opening in lower case ("- it saves up to 70% ...") is the list's way
     t = _AND_ABOVE.sub("", t)
-    if _LINKED_NAMED.match(t) and re.search(r"\b(?:above|aforementioned)\b", t) is None:
-        return False
+    if _LINKED_NAMED.match(t) and not refers_above(t):
+        return False  # unless it points back all the same: "In contrast, ZeRO-3 as above ..."
     return leans_back(t)
 
 
