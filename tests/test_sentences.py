@@ -399,3 +399,50 @@ def test_a_short_run_of_command_lines_after_a_sentence_shows_it() -> None:
     assert [r for r, t in roles_ if t.startswith("--") and r == SNIPPET] == [SNIPPET, SNIPPET]  # not the 4-line run
     body = _answer("How do I shard the experts over GPUs?", d, 0)
     assert "[1]\n```\n--expert-parallel-size 8 # eight-way\n--fused-expert-kernels # faster expert matmuls\n```" in body
+
+
+def test_a_pdf_tables_row_reads_alone_with_each_value_under_its_header() -> None:
+    """A PDF table's row names its table and columns ("Table 2: Scheme · GPUs — PTD-P · 384"): the answer
+    quotes it alone, not after the table's first row as a header (that row is a row of figures too)."""
+    cands = _cands([(PROSE, "We compare PTD-P to ZeRO-3 in Table 2 for the GPT-3 architecture."),
+                    (ROW, "Table 2: Scheme · Number of GPUs · Throughput per GPU — ZeRO-3 · 384 · 144"),
+                    (ROW, "Table 2: Scheme · Number of GPUs · Throughput per GPU — PTD-P · 384 · 153")])
+    hit = Hit(rank=1, score=1.0, doc_id="d", url="https://x.org/d", title="PTD-P", page=1, section=None, text="")
+    row = _pick("What throughput per GPU does PTD-P reach on 384 GPUs?", np.array([0.0, 0.0, 1.0]), cands,
+                np.eye(3), max_sentences=1)
+    assert [c.ordinal for c in row] == [2]
+    body, _ = compose(row, [hit])
+    assert body == "- Table 2: Scheme: PTD-P · Number of GPUs: 384 · Throughput per GPU: 153 [1]"
+    # the sentence pointing at the table brings one row with it, the one naming what was asked
+    chosen = _pick("How does PTD-P's throughput compare with ZeRO-3?", np.array([1.0, 0.0, 0.0]), cands,
+                   np.eye(3), max_sentences=1)
+    assert [c.role for c in chosen] == [PROSE, ROW]
+    body, _ = compose(chosen, [hit])
+    assert body.count("Table 2: Scheme:") == 1 and " — " not in body
+
+
+def test_an_announcing_sentence_that_states_the_answer_is_quoted_without_what_it_announces() -> None:
+    """"... has a world size of 8 and details are as follows:" states the answer before its colon; the list
+    it announces is not stored (a figure), so the colon gives way to an ellipsis. "The major components
+    are:" says nothing alone and is not quoted."""
+    cands = _cands([(PROSE, "The default process group has a world size of 8 and details are as follows:"),
+                    (PROSE, "Say we launched the script on 4 servers with 4 GPUs each.")])
+    hit = Hit(rank=1, score=1.0, doc_id="d", url="https://x.org/d", title="c10d", page=1, section=None, text="")
+    chosen = _pick("What is the world size of the default process group?", np.array([1.0]), cands[:1],
+                   np.eye(1), neighbour=lambda c, step: None, max_sentences=1)
+    body, cites = compose(chosen, [hit])
+    assert body == "The default process group has a world size of 8 and details are as follows … [1]"
+    assert cites[0].quote.endswith("as follows:")  # the citation quotes the source as it is
+    short = _cands([(PROSE, "The major components are:")])
+    assert _pick("What are the major components?", np.array([1.0]), short, np.eye(1),
+                 neighbour=lambda c, step: None) == []
+
+
+def test_a_heading_glued_before_the_quoted_sentence_is_left_out_of_the_answer() -> None:
+    hit = Hit(rank=1, score=1.0, doc_id="d", url="https://x.org/d", title="4D", page=1, section=None, text="")
+    text = "TECHNICAL REPORT Tip 7: We suggest the order TP, SP-Ulysses, SP-Ring, ZeRO-DP, PP."
+    chosen = _pick("In which order should the process groups of 4D parallelism go?", np.array([1.0]),
+                   _cands([(PROSE, text)]), np.eye(1))
+    body, cites = compose(chosen, [hit])
+    assert body == "Tip 7: We suggest the order TP, SP-Ulysses, SP-Ring, ZeRO-DP, PP. [1]"
+    assert cites[0].quote == text

@@ -97,6 +97,20 @@ def _label(caption: str) -> str:
     return f"Table {number.group() if number else ''}".strip()
 
 
+#: A row as :func:`table_rows` writes it: "Table 3: Model · GPUs — GPT-3 175B · 1024".
+_ROW_LINE = re.compile(r"^(Table (?:\d+|[IVX]+)): (.+?)" + HEADER_SEP + r"(.+)$")
+
+
+def row_parts(line: str) -> tuple[str, list[str], list[str]] | None:
+    """A row line's table label, column headers and values (None for a line :func:`table_rows` did not
+    write, such as a markdown table's row, which carries no headers). Such a row reads alone: the
+    answer quotes it without the table's first row, each value under its header."""
+    m = _ROW_LINE.match(line)
+    if m is None:
+        return None
+    return m[1], m[2].split(CELL_SEP), m[3].split(CELL_SEP)
+
+
 def _cell(value: str | None) -> str:
     return " ".join((value or "").replace("-\n", "-").split())  # "model-\nparallel": a wrapped compound
 

@@ -43,7 +43,7 @@ class AskOptions:
     filters: Filters = field(default_factory=Filters)
     passages: int = 8  # passages handed to the answerer
     per_doc: int = 2  # at most this many passages from one document
-    max_sentences: int = 5
+    max_sentences: int | None = None  # None: the answerer's own (dmlqa.query.quotes.MAX_SENTENCES)
     use_llm: bool = True
     mode: str = "hybrid"  # retrieval: hybrid | dense | bm25
 
@@ -142,13 +142,13 @@ def extractive_answer(
     naming something no document mentions never gets here: :meth:`Asker.stream` refuses it first, see
     :mod:`dmlqa.query.names`).
     """
-    from dmlqa.query.quotes import choose, compose
+    from dmlqa.query.quotes import MAX_SENTENCES, choose, compose
     from dmlqa.query.selector import default_selector
 
     selector = default_selector()
     pool, scores = scored or scored_pool(searcher, version, question, hits, options, previous=previous)
     chosen = choose(question, pool.candidates, scores, neighbour=pool.neighbour, add_above=selector.add_above,
-                    avoid=avoid, max_sentences=options.max_sentences, max_words=selector.max_words,
+                    avoid=avoid, max_sentences=options.max_sentences or MAX_SENTENCES, max_words=selector.max_words,
                     read_on=selector.read_on)
     if not chosen or float(scores.max()) < selector.refuse_below:
         return REFUSAL, [], True, []

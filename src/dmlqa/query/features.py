@@ -227,7 +227,8 @@ _LINKED_NAMED = re.compile(r"^(?:However|In contrast|Moreover|Furthermore|In add
 def leans(text: str) -> bool:
     """Does the sentence lean on the one before (:func:`dmlqa.extract.sentences.leans_back`), the
     openings that only look like it (:data:`_SELF_REFERENCE`, :data:`_NAME_START`, :data:`_LINKED_NAMED`)
-    left aside?"""
+    left aside? A heading glued before it is not read (:func:`heading_end`)."""
+    text = text[heading_end(text):]
     t = text.lstrip("\"'“(- ")
     if _SELF_REFERENCE.match(t) or _NAME_START.match(t) or _BULLET.match(text):
         return False  # a list item opening in lower case ("- it saves up to 70% ...") is the list's way
@@ -240,36 +241,68 @@ def leans(text: str) -> bool:
 def leans_hard(text: str) -> bool:
     """Does it lean back so that it cannot be read alone ("It uses ...", "This reduces ...", a fragment
     opening in lower case), unlike a connective ("However, ...") that still reads alone?"""
-    return leans(text) and _SOFT_LEAN.match(text.lstrip("\"'“(- ")) is None
+    return leans(text) and _SOFT_LEAN.match(text[heading_end(text):].lstrip("\"'“(- ")) is None
 
 
 def standalone(text: str) -> bool:
     """Does the sentence stand alone: no opening "This/It/They ...", no "such a ..." or "the above",
     not about "Algorithm 3" or "Figure 2" it does not show?"""
-    return not leans_hard(text) and _DANGLING.search(text) is None
+    return not leans_hard(text) and _DANGLING.search(text[heading_end(text):]) is None
 
 
-#: A figure legend or caption anywhere in the sentence ("... HybridParallelism.Figure14bshows"),
-#: a heading glued before it ("ZeRO: Zero Redundancy Optimizer ZeRO removes ..."), an ALL-CAPS
-#: section title at its start ("3 DESIGN In this section").
+#: A figure legend or caption anywhere in the sentence ("... HybridParallelism.Figure14bshows").
 _LEGEND = re.compile(r"^(?:Figure|Fig\.?|Table)\s*\d+[a-z]?\s*[:.|]|\b(?:Figure|Fig\.?|Table)\s*\d+[a-z]?\s*[:|]\s+"
                      r"[A-Z]|[a-z.](?:Figure|Fig\.|Table)\s*\d|(?:Figure|Fig\.|Table)\d")
+#: A heading glued before a sentence that can be cut off at a clear point: the match ends where the sentence
+#: proper begins, and :func:`heading_end` gives that offset.
+_CUT_HEADING = re.compile(
+    # "TECHNICAL REPORT Tip 7: We suggest ...": a running header in capitals (two words at least) before a sentence
+    r"^[A-Z]{2,}(?:[ &-]+[A-Z]{2,})+(?=\s+[A-Z][a-z])|"
+    # "3 SYSTEM DESIGN In this section ...": a numbered section title in capitals
+    r"^(?:\d+(?:\.\d+)*\.?|[IVX]+\.)\s+[A-Z][A-Z &-]{3,}\b(?=\s+[A-Z][a-z])|"
+    # "5.2 Comparison to ZeRO-3 We compare ...": a numbered heading before the sentence
+    r"^\d+(?:\.\d+)+\.?\s+[A-Z][\w-]*(?:\s+[\w-]+){0,6}?(?=\s+(?:We|In|This|The|Our|Here|To)\s)|"
+    # "5.2 Pipeline Parallelism Pipeline parallelism divides ...": the heading said again
+    r"^\d+(?:\.\d+)+\.?\s+(?P<head>[A-Z][\w-]*)(?:\s+[A-Z][\w-]*){0,5}(?=\s+(?i:(?P=head))\s)|"
+    # "3D Parallelism Tutorial A generic tutorial on ...": a title, then the sentence
+    r"^(?:[A-Z0-9][\w-]*\s+){1,5}[A-Z0-9][\w-]*(?=\s+(?:The|This|These|We|Our|An?(?!\s+(?:for|of|in|to|and|or|as|"
+    r"is|was|at|on|with|by)\b))\s+[a-z])|"
+    # "Model Speed Figure 5a shows ...": a paragraph's run-in title before the sentence
+    r"^(?:(?!(?:As|In|See|From|And|The|This|Both|Our|We|Also|Then|Thus|Here|Unlike|Like|Compared|Similarly)\b)"
+    r"[A-Z][\w-]*\s+){1,3}[A-Z][\w-]*(?=\s+(?:Figure|Fig\.|Table)\s*\d+[a-z]?\s+[a-z])")
+#: A heading glued before a sentence where no clear point says where it ends, or before a page's continuation:
+#: such a sentence is furniture.
 _GLUED_HEADING = re.compile(r"^[\w.+-]{2,30}:\s+(?:[A-Z][\w-]*\s+){2,5}[A-Z][\w-]*\s+[a-z]|"
-                            r"^(?:\d+(?:\.\d+)*\.?\s+)?[A-Z][A-Z -]{4,}\s+[A-Z][a-z]|"
                             # "TECHNICAL REPORT causal mask has not ...": a running header before a page's continuation
                             r"^[A-Z]{4,}(?:\s+[A-Z]{4,})+\s+[a-z]|"
-                            # "5.2 Comparison to ZeRO-3 We compare ...": a numbered heading before the sentence
-                            r"^\d+(?:\.\d+)+\.?\s+[A-Z][\w-]*(?:\s+[\w-]+){0,6}?\s+(?:We|In|This|The|Our|Here|To)\s|"
                             # "4.2.3 Pipeline Parallelism ...": a number of three levels is a section's, never a figure
-                            r"^\d+\.\d+\.\d+\.?\s+[A-Z]|"
-                            # "5.2 Pipeline Parallelism Pipeline parallelism divides ...": the heading said again
-                            r"^\d+(?:\.\d+)+\.?\s+(?P<head>[A-Z][\w-]*)(?:\s+[A-Z][\w-]*){0,5}\s+(?i:(?P=head))\s|"
-                            # "3D Parallelism Tutorial A generic tutorial on ...": a title, then the sentence
-                            r"^(?:[A-Z0-9][\w-]*\s+){2,6}(?:The|This|These|We|Our|An?(?!\s+(?:for|of|in|to|and|or|"
-                            r"as|is|was|at|on|with|by)\b))\s+[a-z]|"
-                            # "Model Speed Figure 5a shows ...": a paragraph's run-in title before the sentence
-                            r"^(?:(?!(?:As|In|See|From|And|The|This|Both|Our|We|Also|Then|Thus|Here|Unlike|Like|"
-                            r"Compared|Similarly)\b)[A-Z][\w-]*\s+){2,4}(?:Figure|Fig\.|Table)\s*\d+[a-z]?\s+[a-z]")
+                            r"^\d+\.\d+\.\d+\.?\s+[A-Z]")
+#: "ABSTRACT We propose ...", "3 DESIGN In this section ...": a section title in capitals before a sentence,
+#: when the word is English (:func:`_caps_heading`); "NVIDIA Megatron Core is ..." opens with a name.
+_CAPS_LEAD = re.compile(r"^(?:\d+(?:\.\d+)*\.?\s+)?([A-Z][A-Z -]{4,})\s+[A-Z][a-z]")
+
+
+def heading_end(text: str) -> int:
+    """Where the sentence proper begins after a heading glued before it by the PDF text layer that can be
+    cut off cleanly ("TECHNICAL REPORT Tip 7: ...", "5.2 Comparison to ZeRO-3 We compare ..."); 0 for none.
+    The answer quotes the sentence from there (:func:`dmlqa.query.quotes.compose`): it states what it
+    states, and a heading glued into a quote is no answer."""
+    m = _CUT_HEADING.match(text)
+    if m is None:
+        return 0
+    rest = len(text) - len(text[m.end():].lstrip())
+    return rest if rest < len(text) else 0
+
+
+def _caps_heading(text: str) -> bool:
+    m = _CAPS_LEAD.match(text)
+    if m is None:
+        return False
+    from dmlqa.query.english import english_word  # loads a dictionary: only for a sentence opening in capitals
+
+    return all(english_word(w.lower()) for w in m.group(1).split() if w.isalpha())
+
+
 #: A sentence cut off mid-clause (at a page or column break): no closing mark, and its last word one no
 #: sentence ends on ("... such as PipeMare, PipeDream, and PipeDream-2BW do").
 _CUT_OFF = re.compile(r"(?<![\w-])(?:a|an|the|of|to|and|or|in|on|for|with|by|from|at|as|is|are|was|were|be|do|does|"
@@ -311,11 +344,17 @@ def title_like(text: str) -> bool:
     """Is it written as a title: two to twelve words, each capitalised but the small ones, no sentence end?
     In a docs page that is a heading or a menu entry ("Optimizer State and Gradient Partitioning"),
     in a reading list a paper's title: a weight, not a rule, so the model learns which answers it. Table
-    rows ("a | b") are :data:`FEATURES`' ``is_row``."""
+    rows ("a | b", "Table 2: Model · GPUs — GPT-3 · 64") are :data:`FEATURES`' ``is_row``."""
     words = re.findall(r"[^\W\d_][\w'’-]*", text)
-    if not 2 <= len(words) <= 12 or "|" in text or text.rstrip().endswith((".", "?", "!", ":")):
+    if not 2 <= len(words) <= 12 or "|" in text or " · " in text or text.rstrip().endswith((".", "?", "!", ":")):
         return False
     return all(w[0].isupper() for w in words if w.lower() not in _SMALL_WORDS)
+
+
+def _glued_heading(text: str) -> bool:
+    """A heading glued before the sentence that cannot be cut off (:func:`heading_end` cuts the others)."""
+    rest = text[heading_end(text):]
+    return bool(_GLUED_HEADING.search(rest) or (rest[:1].isupper() and rest[1:2].isupper() and _caps_heading(rest)))
 
 
 def furniture(text: str) -> bool:
@@ -325,7 +364,7 @@ def furniture(text: str) -> bool:
     # each pattern only where a plain substring test says it can match: unanchored, they were tried at
     # every character, 55 µs a sentence and 6 ms of every answer
     return bool((("Fig" in text or "Table" in text) and _LEGEND.search(text))
-                or _GLUED_HEADING.search(text)
+                or _glued_heading(text)
                 or (any(len(w) >= 18 for w in text.split()) and _RUN_TOGETHER.search(text))
                 or _CUT_OFF.search(text[-24:]) and _CUT_OFF.search(text)
                 or (("@" in text or "Correspondence" in text or "contribution" in text or "done" in text)

@@ -22,15 +22,21 @@ from dataclasses import replace
 import numpy as np
 
 from dmlqa.extract.sentences import ITEM, PROSE, ROW, SNIPPET, for_answer, leans_forward, marker_subject
+from dmlqa.extract.tables import row_parts
 from dmlqa.index.lexical import tokenize
 from dmlqa.models import Citation, Hit
 from dmlqa.query.extractive import Candidate, Pool
-from dmlqa.query.features import asked_kinds, furniture, leans, standalone, title_like
+from dmlqa.query.features import asked_kinds, furniture, heading_end, leans, standalone, title_like
 
 #: Word budget of an answer when none is given: a further sentence is added only while the answer stays
 #: within it (the best sentence's block is always kept). The shipped selector carries the budget chosen
 #: with it by cross-validation (:attr:`dmlqa.query.selector.Selector.max_words`).
 MAX_WORDS = 90
+#: At most this many sentences (list items and table rows count one each) when none is given. The word
+#: budget is what keeps an answer short; this only stops a run of one-line items. Cross-validated on
+#: bench/train's 706 questions, 8 rather than 5 stated a key term for 5 more (0.698 → 0.705, median 83 → 86 words):
+#: with 5, short items that hold the answer were cut while words were left.
+MAX_SENTENCES = 8
 #: A sentence the previous answer quoted goes last only when a new one scores at least this share of it:
 #: a follow-up whose answer the last answer already held gets it again rather than a poor new sentence.
 AVOID_RATIO = 0.5
@@ -38,6 +44,10 @@ AVOID_RATIO = 0.5
 LEAN_BACK_STEPS = 2
 #: How far back from a table row its header row is looked for.
 HEADER_STEPS = 12
+#: A sentence announcing what follows ("... details are as follows:") whose list, code or next sentence is not
+#: stored is still quoted when it has this many words: what it says before the colon may be the answer
+#: ("The default process group has a world size of 8 and details are as follows:").
+ANNOUNCER_STATES = 8
 #: A sentence that points at a table: the table's best-matching row is quoted with it.
 _REFERS_TABLE = re.compile(r"\bTable\s+[\dIVX]+\b|\b(?:the )?(?:following|below) table\b|\btable below\b")
 
@@ -97,6 +107,8 @@ def _block(c: Candidate, question_tokens: set[str], pool: Sequence[Candidate],
            neighbour: Callable[[Candidate, int], Candidate | None]) -> list[Candidate] | None:
     """The sentences quoting ``c`` takes, in reading order, or None when it cannot be quoted readably."""
     if c.role == ROW:
+        if row_parts(c.text) is not None:
+            return [c]  # a PDF table's row names its table and columns: it reads alone
         head = _header_of(c, neighbour)
         if head is not None and head.text.startswith("|") and neighbour(head, 1) is not None:
             return None  # a markdown header stands over its unstored |---| line: this "top" is a row of data
@@ -129,15 +141,16 @@ def _block(c: Candidate, question_tokens: set[str], pool: Sequence[Candidate],
     if not block:
         return None
     announced = _announced(c, neighbour)
-    if leans_forward(c.text) and not announced:
-        return None
+    if leans_forward(c.text) and not announced and len(c.text.split()) < ANNOUNCER_STATES:
+        return None  # "The major components are:" says nothing without what it announces
     block += announced
     if _REFERS_TABLE.search(c.text):  # the row of the table it points at that holds most question terms
-        rows = [(r, h) for r in pool if r.role == ROW and r.doc_id == c.doc_id
-                and (h := _header_of(r, neighbour)) is not None]  # a header row is no row of figures
+        rows = [(r, None if row_parts(r.text) else _header_of(r, neighbour)) for r in pool
+                if r.role == ROW and r.doc_id == c.doc_id]
+        rows = [(r, h) for r, h in rows if h is not None or row_parts(r.text)]  # a header row is no row of figures
         best = max(rows, key=lambda rh: len(set(tokenize(rh[0].text)) & question_tokens), default=None)
         if best is not None and set(tokenize(best[0].text)) & question_tokens:
-            block += [best[1], best[0]]
+            block += [best[0]] if best[1] is None else [best[1], best[0]]
     return block
 
 
@@ -168,7 +181,7 @@ def _words(block: Sequence[Candidate]) -> int:
 
 def choose(question: str, cands: Sequence[Candidate], scores: np.ndarray, *,
            neighbour: Callable[[Candidate, int], Candidate | None] = lambda c, step: None,
-           add_above: float = 0.5, avoid: set[str] = frozenset(), max_sentences: int = 5,
+           add_above: float = 0.5, avoid: set[str] = frozenset(), max_sentences: int = MAX_SENTENCES,
            max_words: int = MAX_WORDS, read_on: int = 0) -> list[Candidate]:
     """The answer's sentences, in answer order: the best-scored quotable sentence's block first (with
     the ``read_on`` readable sentences after it), then the blocks of further sentences scoring at least
@@ -297,6 +310,12 @@ def _markdown_header(c: Candidate, nxt: Candidate | None) -> bool:
             and c.text.startswith("|") and nxt.text.startswith("|"))
 
 
+def _announces_next(c: Candidate, after: Sequence[Candidate]) -> bool:
+    """Is the sentence quoted after ``c`` one it announces (a list item, a code line or a sentence of its
+    document a few sentences on)?"""
+    return bool(after) and after[0].doc_id == c.doc_id and 0 < after[0].ordinal - c.ordinal <= ANNOUNCED_STEPS + 1
+
+
 def compose(chosen: Sequence[Candidate], hits: Sequence[Hit], *, question: str = "") -> tuple[str, list[Citation]]:
     """The answer text with one [n] per document page, and its citations (quotes are verbatim).
 
@@ -343,8 +362,14 @@ def compose(chosen: Sequence[Candidate], hits: Sequence[Hit], *, question: str =
                 flush()
             code.append(c.text)
             continue
-        text = for_answer(c.text)
-        if c.role == ROW:  # a table row reads as a list item, each cell under its column's header
+        text = for_answer(c.text[heading_end(c.text):] if c.role in (PROSE, ITEM) else c.text)
+        if c.role in (PROSE, ITEM) and text.endswith(":") and not _announces_next(c, chosen[i + 1:i + 2]):
+            text = text[:-1].rstrip() + " …"  # what it announces is not quoted: the colon would point at nothing
+        if c.role == ROW and (pdf_row := row_parts(text)) is not None:  # "Table 2: Scheme: PTD-P · GPUs: 384"
+            label, heads, values = pdf_row
+            if len(heads) == len(values):
+                text = f"{label}: " + " · ".join(f"{h}: {v}" if h else v for h, v in zip(heads, values, strict=True))
+        elif c.role == ROW:  # a table row reads as a list item, each cell under its column's header
             cells = _cells(text)
             if header is not None and len(header) == len(cells):
                 text = " · ".join(f"{h}: {v}" if h else v for h, v in zip(header, cells, strict=True))
