@@ -56,11 +56,14 @@ from dmlqa.api import KnowledgeBase
 from dmlqa.query.answer import AskOptions, candidate_cosines, is_follow_up, retrieve
 from dmlqa.query.evaluate import answer_words, normalize_url
 from dmlqa.query.extractive import Candidate, Pool, gather
-from dmlqa.query.features import FEATURES
+from dmlqa.query.features import ADAPTED, FEATURES, adapted_columns
 from dmlqa.query.names import unknown_names
 from dmlqa.query.quotes import choose, compose
 from dmlqa.query.selector import Selector
 from dmlqa.query.topic import nearness
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from question_adapter import PENALTY, RANK, STEPS, adapted_cosines, fit_adapter  # noqa: E402 - beside this script
 
 ROOT = Path(__file__).resolve().parent.parent
 ADD_GRID = (0.0, 0.02, 0.05, 0.1)
@@ -74,6 +77,8 @@ MAX_MEDIAN_WORDS = 88
 #: Inverse regularisation of the logistic regression (chosen by cross-validation: 0.1 and 1 score alike).
 C = 0.1
 FOLDS = 5
+#: Folds of the question adapter's cross-fit within a training set (the LR's adapted features).
+ADAPTER_FOLDS = 4
 #: What refusing an answerable question costs against answering an unanswerable one, for both refusal cuts: the
 #: issue allows false refusals of 0.03 and unanswerable questions answered of 0.03-0.05, and an unseen answerable
 #: question about a thin corner of the corpus must not be refused for a cut fitted tightly to these.
@@ -120,6 +125,7 @@ class Item:
     absent: list[str]
     group: str
     near: float  # the question's nearness over the version's background (dmlqa.query.topic.nearness)
+    vectors: np.ndarray  # the candidates' stored sentence vectors (what the question adapter is fitted on)
 
 
 def _neighbours(version):  # noqa: ANN001, ANN202 - IndexVersion
@@ -136,7 +142,9 @@ def collect(kb: KnowledgeBase, questions: list[dict], cache: Path | None = None)
     version = searcher.pin()
     pools, absent = _pools(searcher, version, questions, cache)
     cosines_of = functools.partial(candidate_cosines, searcher, version)
-    return [_item(q, p, a, nearness(version, p.cosines, cosines_of))
+    return [_item(q, p, a, nearness(version, p.cosines, cosines_of),
+                  version.sentence_vectors([c.row for c in p.candidates]) if p.candidates
+                  else np.zeros((0, version.dim), np.float32))
             for q, p, a in zip(questions, pools, absent, strict=True)]
 
 
@@ -145,10 +153,11 @@ def _pools(searcher, version, questions: list[dict], cache: Path | None) -> tupl
     ids = [q["id"] for q in questions]
     if cache is not None and cache.exists():
         saved = pickle.loads(cache.read_bytes())
-        if saved["ids"] == ids and saved["version"] == version.name:
+        if saved["ids"] == ids and saved["version"] == version.name and all(p.qvec is not None for p in saved["pools"]):
             pools = saved["pools"]
             for p in pools:
                 p.neighbour = _neighbours(version)
+                p.cosines_for = functools.partial(version.sentence_cosines, [c.row for c in p.candidates])
             # the name check is cheap and changes apart from the features: run it again (the pool's sources
             # begin with the retrieved passages it reads first; the names it reports do not depend on them)
             return pools, [[u.name for u in unknown_names(version, q["question"], p.sources)]
@@ -167,12 +176,12 @@ def _pools(searcher, version, questions: list[dict], cache: Path | None) -> tupl
         if n % 100 == 0:
             print(f"{n}/{len(questions)} questions gathered ({time.perf_counter() - t0:.0f} s)", file=sys.stderr)
     if cache is not None:
-        kept = [dataclasses.replace(p, neighbour=None, _features=None) for p in pools]
+        kept = [dataclasses.replace(p, neighbour=None, cosines_for=None, adapted=None, _features=None) for p in pools]
         cache.write_bytes(pickle.dumps({"ids": ids, "version": version.name, "pools": kept, "absent": absent}))
     return pools, absent
 
 
-def _item(q: dict, pool: Pool, absent: list[str], near: float) -> Item:
+def _item(q: dict, pool: Pool, absent: list[str], near: float, vectors: np.ndarray) -> Item:
     evidence = q.get("evidence") or []
     evidence = [evidence] if isinstance(evidence, str) else evidence  # dev.jsonl gives one sentence as a string
     ev = np.array([evidence_match(c.text, evidence) for c in pool.candidates], bool)
@@ -180,21 +189,53 @@ def _item(q: dict, pool: Pool, absent: list[str], near: float) -> Item:
     labels = (ev | kw) if q.get("answerable", True) else np.zeros(len(pool.candidates), bool)
     gold = q.get("gold_urls") or []
     group = normalize_url(gold[0]) if gold and q.get("answerable", True) else f"none:{q['id']}"
-    return Item(q, pool, labels, ev, absent, group, near)
+    return Item(q, pool, labels, ev, absent, group, near, vectors)
 
 
-def fit(items: list[Item]) -> Selector:
-    """The sentence model, fitted on the answerable questions' candidates: which sentence answers is a
-    choice within a question; whether to answer at all is the cuts' (their candidates are all negatives,
-    and the easy ones of an off-topic question would teach the model about questions, not sentences)."""
-    items = [it for it in items if it.q.get("answerable", True) and len(it.pool.candidates)]
-    x = np.vstack([it.pool.features for it in items])
-    y = np.concatenate([it.labels for it in items])
+def fit(items: list[Item], xs: list[np.ndarray]) -> Selector:
+    """The sentence model, fitted on the answerable questions' candidates (``xs``: each one's feature matrix):
+    which sentence answers is a choice within a question; whether to answer at all is the cuts' (their
+    candidates are all negatives, and the easy ones of an off-topic question would teach the model about
+    questions, not sentences)."""
+    keep = [i for i, it in enumerate(items) if it.q.get("answerable", True) and len(it.pool.candidates)]
+    x = np.vstack([xs[i] for i in keep])
+    y = np.concatenate([items[i].labels for i in keep])
     scaler = StandardScaler().fit(x)
     scale = np.where(scaler.scale_ > 0, scaler.scale_, 1.0)
     model = LogisticRegression(C=C, max_iter=5000)
     model.fit((x - scaler.mean_) / scale, y)
     return Selector(FEATURES, scaler.mean_, scale, model.coef_[0], float(model.intercept_[0]), 0.0, 0.5)
+
+
+def compact_lists(text: str) -> str:
+    """Indented JSON with each list of numbers on one line: the adapter's 384 x 32 numbers would take a line
+    each, and a refit's diff shows which weights moved either way."""
+    return re.sub(r"\[\s+([-0-9.e,\s]+?)\s+\]", lambda m: "[" + " ".join(m[1].split()) + "]", text)
+
+
+def fit_items(items: list[Item]) -> tuple[np.ndarray, np.ndarray]:
+    """The question adapter fitted on the answerable ones of ``items`` (bench/question_adapter.py)."""
+    keep = [it for it in items if it.q.get("answerable", True) and len(it.pool.candidates)]
+    return fit_adapter([it.pool.qvec for it in keep], [it.vectors for it in keep], [it.labels for it in keep])
+
+
+def cross_fitted(items: list[Item], idx: list[int]) -> dict[int, np.ndarray]:
+    """For each item of ``idx``, its candidates' cosines with the question turned by an adapter fitted on the
+    other folds of ``idx`` (grouped by gold document): the LR learns how far to trust the adapted cosine
+    from questions the adapter did not see, as every question it answers will be."""
+    out: dict[int, np.ndarray] = {}
+    split = GroupKFold(n_splits=ADAPTER_FOLDS).split(np.zeros(len(idx)), groups=[items[i].group for i in idx])
+    for train, test in split:
+        u, v = fit_items([items[idx[j]] for j in train])
+        for j in test:
+            it = items[idx[j]]
+            out[idx[j]] = adapted_cosines(u, v, it.pool.qvec, it.vectors)
+    return out
+
+
+def with_adapted(features: np.ndarray, adapted: np.ndarray) -> np.ndarray:
+    """A feature matrix with its adapted columns measured with ``adapted`` cosines."""
+    return np.hstack([features[:, : -len(ADAPTED)], adapted_columns(adapted)]) if len(features) else features
 
 
 def answer_text(it: Item, scores: np.ndarray, add_above: float, max_words: int,
@@ -318,10 +359,15 @@ def main() -> None:
     groups = [it.group for it in items]
     oof: list[np.ndarray] = [np.zeros(0)] * len(items)
     folds = list(GroupKFold(n_splits=FOLDS).split(np.zeros(len(items)), groups=groups))
-    for train, test in folds:
-        sel = fit([items[i] for i in train])
+    base = [it.pool.features for it in items]
+    t0 = time.perf_counter()
+    for train, test in folds:  # nested: the LR's adapted features are cross-fitted within the training folds
+        inner = cross_fitted(items, list(train))
+        sel = fit([items[i] for i in train], [with_adapted(base[i], inner[i]) for i in train])
+        u, v = fit_items([items[i] for i in train])
         for i in test:
-            oof[i] = sel.scores(items[i].pool.features)
+            oof[i] = sel.scores(with_adapted(base[i], adapted_cosines(u, v, items[i].pool.qvec, items[i].vectors)))
+    print(f"cross-validated with question adapters ({time.perf_counter() - t0:.0f} s)", file=sys.stderr)
     topic_cut = off_topic_cut(items)
     refuse_below = refuse_cut(items, oof, topic_cut)
     grid = {(a, w, r): evaluate(items, oof, a, refuse_below, w, r, topic_cut)
@@ -332,20 +378,24 @@ def main() -> None:
                                         key=lambda k: (k[1], -k[0], k[2]))
 
     answerable = [it for it in items if it.q.get("answerable", True) and it.q.get("evidence")]
+    answering = [it for it in items if it.q.get("answerable", True) and len(it.pool.candidates)]
     in_passages = [bool(np.any(it.evidence & np.array([c.hit is not None for c in it.pool.candidates], bool)))
                    if len(it.evidence) else False for it in answerable]
     in_pool = [bool(np.any(it.evidence)) for it in answerable]
 
-    final = fit(items)
+    whole = cross_fitted(items, list(range(len(items))))
+    final = fit(items, [with_adapted(base[i], whole[i]) for i in range(len(items))])
+    u, v = fit_items(items)
+    model = kb.asker.searcher.pin().meta["model"]
     final = Selector(final.features, final.mean, final.scale, final.coef, final.intercept, refuse_below, add_above,
-                     max_words, read_on, topic_cut)
-    Path(args.out).write_text(json.dumps(final.to_json(), indent=1) + "\n", encoding="utf-8")
+                     max_words, read_on, topic_cut, u, v, model)
+    Path(args.out).write_text(compact_lists(json.dumps(final.to_json(), indent=1)) + "\n", encoding="utf-8")
     validation = None
     if args.validate:  # scored only: nothing above saw these questions
         held = [json.loads(line) for line in args.validate.read_text(encoding="utf-8").splitlines() if line.strip()]
         cache = args.cache.with_suffix(".validate" + args.cache.suffix) if args.cache else None
         vitems = collect(kb, held, cache)
-        validation = evaluate(vitems, [final.scores(it.pool.features) for it in vitems], add_above, refuse_below,
+        validation = evaluate(vitems, [final.score_pool(it.pool, model) for it in vitems], add_above, refuse_below,
                               max_words, read_on, topic_cut)
         validation.pop("top1_positive")  # its labels need evidence sentences, which a validation set lacks
         validation.pop("gold_cited")  # dmlqa eval's citation_hit_rate is the measure there (gold URLs only)
@@ -358,6 +408,13 @@ def main() -> None:
                                       "with_sentence_index": round(statistics.mean(in_pool), 4),
                                       "questions": len(answerable)},
         "positives_per_question": round(statistics.mean(float(it.labels.sum()) for it in items), 2),
+        # how often the best sentence by cosine answers, with the question as it is and turned by an adapter
+        # not fitted on it (the final fit's cross-fitted cosines)
+        "best_by_cosine_answers": {
+            "question": round(statistics.mean(bool(it.labels[int(np.argmax(it.pool.cosines))]) for it in answering), 4),
+            "adapted_question": round(statistics.mean(bool(it.labels[int(np.argmax(whole[i]))])
+                                                      for i, it in enumerate(items) if it in answering), 4),
+            "adapter": {"rank": RANK, "penalty": PENALTY, "steps": STEPS}},
         "add_above": add_above,
         "max_words": max_words,
         "read_on": read_on,

@@ -114,7 +114,7 @@ def scored_pool(searcher: Searcher, version: IndexVersion, question: str, hits: 
     from dmlqa.query.selector import default_selector
 
     pool = gather(searcher, version, question, hits, options, previous=previous)
-    return pool, default_selector().scores(pool.features)
+    return pool, default_selector().score_pool(pool, version.meta["model"])
 
 
 def candidate_cosines(searcher: Searcher, version: IndexVersion, question: str) -> np.ndarray:

@@ -77,14 +77,25 @@ class Pool:
     sources: list[Hit]  # the retrieved hits, then one hit per further document a candidate comes from
     neighbour: Callable[[Candidate, int], Candidate | None]
     tokens: list[list[str]] | None = None  # each candidate's BM25 tokens, when gathering made them
+    qvec: np.ndarray | None = None  # the question's vector the cosines were measured with
+    #: the candidates' cosines with another vector (the question turned by the selector's adapter)
+    cosines_for: Callable[[np.ndarray], np.ndarray] | None = None
+    adapted: np.ndarray | None = None  # the cosines with the adapted question (:meth:`adapt`)
     _features: np.ndarray | None = None
+
+    def adapt(self, turned: np.ndarray | None) -> None:
+        """Measure the candidates' cosines with ``turned``, the question's vector as the selector's adapter
+        turns it (:meth:`dmlqa.query.selector.Selector.adapt`); None, or no way to measure: the cosines."""
+        self.adapted = (self.cosines if turned is None or self.cosines_for is None or not len(self.candidates)
+                        else np.asarray(self.cosines_for(turned), np.float32))
+        self._features = None
 
     @property
     def features(self) -> np.ndarray:
         """One row of :data:`dmlqa.query.features.FEATURES` per candidate (computed once)."""
         if self._features is None:
             self._features = feature_matrix(self.facts, [c.text for c in self.candidates], self.places, self.cosines,
-                                            self.tokens)
+                                            self.tokens, self.adapted)
         return self._features
 
 
@@ -189,7 +200,7 @@ def gather(searcher, version, question: str, hits: Sequence[Hit], options, *,  #
     doc_rank = {d: i for i, d in enumerate(docs)}
     spans = {d: version.sentence_rows(d) for d in docs}
     if not any(spans.values()):
-        return Pool([], [], np.zeros(0, np.float32), facts, list(hits), lambda c, step: None)
+        return Pool([], [], np.zeros(0, np.float32), facts, list(hits), lambda c, step: None, qvec=qvec)
     rows = np.concatenate([np.arange(spans[d].start, spans[d].stop, dtype=np.int64) for d in docs])
     firsts = sorted((spans[d].start, d) for d in docs if spans[d])
     at = dict(zip(docs, np.cumsum([0] + [len(spans[d]) for d in docs]).tolist(), strict=False))
@@ -270,7 +281,7 @@ def gather(searcher, version, question: str, hits: Sequence[Hit], options, *,  #
         return None if n is None else replace(n, hit=c.hit)
 
     return Pool(cands, where, cos[[position(r) for r in picked]], facts, sources, neighbour,
-                [tokens[r] for r in picked])
+                [tokens[r] for r in picked], qvec, lambda v: version.sentence_cosines(picked, v))
 
 
 def passage_candidates(hits: Sequence[Hit]) -> list[Candidate]:
@@ -293,10 +304,10 @@ def _unstored_pool(searcher, version, hits, qvec, facts) -> Pool:  # noqa: ANN00
     """Candidates of a version without stored sentences: the passages' own, embedded here."""
     cands = passage_candidates(hits)
     if not cands:
-        return Pool([], [], np.zeros(0, np.float32), facts, list(hits), lambda c, step: None)
-    vectors = searcher.encoder_for(version).encode([c.text for c in cands], batch_size=16)
+        return Pool([], [], np.zeros(0, np.float32), facts, list(hits), lambda c, step: None, qvec=qvec)
+    vectors = np.asarray(searcher.encoder_for(version).encode([c.text for c in cands], batch_size=16), np.float32)
     doc_rank = {d: i for i, d in enumerate(dict.fromkeys(h.doc_id for h in hits))}
     places = [Place(c.role, c.hit, doc_rank[c.doc_id], 0.0, False, c.doc_id, c.ordinal) for c in cands]
     by_key = {(c.doc_id, c.ordinal): c for c in cands}
-    return Pool(cands, places, np.asarray(vectors, np.float32) @ qvec, facts, list(hits),
-                lambda c, step: by_key.get((c.doc_id, c.ordinal + step)))
+    return Pool(cands, places, vectors @ qvec, facts, list(hits),
+                lambda c, step: by_key.get((c.doc_id, c.ordinal + step)), qvec=qvec, cosines_for=lambda v: vectors @ v)
