@@ -5,9 +5,12 @@
 For every training question (``bench/train/questions-*.jsonl``; never the validation set
 ``dev.jsonl``) it retrieves as the answerer does, gathers the candidate sentences with their
 features (:func:`dmlqa.query.extractive.gather`) and labels each: positive when it overlaps an
-evidence sentence of the question or states one of its key terms. A logistic regression is fitted,
+evidence sentence of the question or states one of its key terms. A question adapter
+(``question_adapter.py``: a low-rank map of the question's vector) and a logistic regression are fitted,
 cross-validated with folds grouped by the gold document (a question never trains on its own
-document), and the two cuts are chosen on the out-of-fold scores:
+document), and the two cuts are chosen on the out-of-fold scores. The LR's adapted-cosine features come
+from adapters cross-fitted within its training folds (ADAPTER_FOLDS), so it learns how far to trust them on
+questions the adapter did not see; the cross-validation nests that inside each fold (~4 min on 2 cores).
 
 * ``add_above``, ``max_words`` and ``read_on``: the probability a further sentence needs to join the
   answer, the answer's word budget and how many sentences after the best come with it, from a grid:

@@ -7,7 +7,9 @@ Three steps, each its own function:
    documents by dense cosine (the stored sentence vectors) and by BM25 over those sentences.
 2. :attr:`Pool.features` describes each (:mod:`dmlqa.query.features`) and the learned
    :mod:`dmlqa.query.selector` (fitted on ``bench/train/``) gives the probability that it states
-   the answer; the best one's probability decides refusal (:func:`dmlqa.query.answer.extractive_answer`).
+   the answer, after measuring the candidates' cosines once more with the question as its adapter turns
+   it (:meth:`Pool.adapt`); the best one's probability decides refusal
+   (:func:`dmlqa.query.answer.extractive_answer`).
 3. :func:`dmlqa.query.quotes.choose` picks the quotes and :func:`dmlqa.query.quotes.compose` writes
    them out with their citations.
 
