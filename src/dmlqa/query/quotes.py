@@ -356,13 +356,15 @@ def compose(chosen: Sequence[Candidate], hits: Sequence[Hit], *, question: str =
         key = (c.doc_id, c.page)
         if key not in numbers:
             numbers[key] = len(numbers) + 1
-        quotes.setdefault(key, []).append(c.text)
+        # a heading glued before the sentence is left out of the quote: what is left is still the source's text
+        verbatim = c.text[heading_end(c.text):] if c.role in (PROSE, ITEM) else c.text
+        quotes.setdefault(key, []).append(verbatim)
         if c.role == SNIPPET:  # code is quoted as written, cited by the sentence announcing it
             if items:
                 flush()
             code.append(c.text)
             continue
-        text = for_answer(c.text[heading_end(c.text):] if c.role in (PROSE, ITEM) else c.text)
+        text = for_answer(verbatim)
         if c.role in (PROSE, ITEM) and text.endswith(":") and not _announces_next(c, chosen[i + 1:i + 2]):
             text = text[:-1].rstrip() + " …"  # what it announces is not quoted: the colon would point at nothing
         if c.role == ROW and (pdf_row := row_parts(text)) is not None:  # "Table 2: Scheme: PTD-P · GPUs: 384"
