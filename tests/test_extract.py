@@ -205,6 +205,10 @@ def test_pdf_line_end_hyphenation_is_repaired() -> None:
     assert dehyphenate("ZeRO-\n3 partitions and Megatron- \nLM splits; see pages 4-\n 7") == (
         "ZeRO-3 partitions and Megatron-LM splits; see pages 4-7"
     )
+    # a compound broken after its second part keeps the hyphen: no word is split right after a hyphen
+    assert dehyphenate("traverse it column-by-\ncolumn, the state-of-the-\nart way, a paral-\nlel one") == (
+        "traverse it column-by-column, the state-of-the-art way, a parallel one"
+    )
 
 
 def test_corrupt_pdf_is_an_error() -> None:

@@ -227,13 +227,17 @@ def dehyphenate(text: str, vocabulary: set[str] | None = None) -> str:
     "ZeRO-3").
 
     A compound that the document writes with a hyphen elsewhere ("data-parallel") keeps its
-    hyphen; without that evidence the parts are joined, which is right for most line-end breaks.
+    hyphen, and so does one broken after its second part ("column-by-" + "column", "state-of-the-" +
+    "art": no word is split after a hyphen); without that evidence the parts are joined, which is right
+    for most line-end breaks.
     """
     vocab = vocabulary if vocabulary is not None else _hyphenated_vocabulary([text])
 
     def join(m: re.Match[str]) -> str:
         a, b = m.group(1), m.group(2)
         hyphenated = f"{a}-{b}".lower()
+        if m.start() > 0 and text[m.start() - 1] == "-":
+            return f"{a}-{b}"
         if hyphenated in vocab and (a + b).lower() not in vocab:
             return f"{a}-{b}"
         return a + b
