@@ -145,9 +145,12 @@ def _block(c: Candidate, question_tokens: set[str], pool: Sequence[Candidate],
         return None  # "The major components are:" says nothing without what it announces
     block += announced
     if _REFERS_TABLE.search(c.text):  # the row of the table it points at that holds most question terms
-        rows = [(r, None if row_parts(r.text) else _header_of(r, neighbour)) for r in pool
-                if r.role == ROW and r.doc_id == c.doc_id]
-        rows = [(r, h) for r, h in rows if h is not None or row_parts(r.text)]  # a header row is no row of figures
+        rows: list[tuple[Candidate, Candidate | None]] = []  # each row with the header it is read under
+        for r in (r for r in pool if r.role == ROW and r.doc_id == c.doc_id):
+            if row_parts(r.text) is not None:  # a PDF table's row carries its headers
+                rows.append((r, None))
+            elif (h := _header_of(r, neighbour)) is not None:  # a header row is no row of figures
+                rows.append((r, h))
         best = max(rows, key=lambda rh: len(set(tokenize(rh[0].text)) & question_tokens), default=None)
         if best is not None and set(tokenize(best[0].text)) & question_tokens:
             block += [best[0]] if best[1] is None else [best[1], best[0]]

@@ -103,7 +103,8 @@ class Selector:
     def score_pool(self, pool: Pool, model: str) -> np.ndarray:
         """The probability per candidate of ``pool`` that it states the answer, its adapted cosines measured
         first (with the question as it is when the adapter does not apply)."""
-        pool.adapt(self.adapt(pool.qvec, model) if pool.qvec is not None else None)
+        turned = None if pool.qvec is None else self.adapt(pool.qvec, model)
+        pool.adapt(None if turned is pool.qvec else turned)  # no adapter for this embedder: the cosines as they are
         return self.scores(pool.features)
 
     def scores(self, x: np.ndarray) -> np.ndarray:
