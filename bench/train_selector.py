@@ -195,12 +195,17 @@ def _item(q: dict, pool: Pool, absent: list[str], near: float, vectors: np.ndarr
     return Item(q, pool, labels, ev, absent, group, near, vectors)
 
 
+def _fits(it: Item) -> bool:
+    """Is the question one the models are fitted on: answerable, with candidates to choose among?"""
+    return it.q.get("answerable", True) and bool(len(it.pool.candidates))
+
+
 def fit(items: list[Item], xs: list[np.ndarray]) -> Selector:
     """The sentence model, fitted on the answerable questions' candidates (``xs``: each one's feature matrix):
     which sentence answers is a choice within a question; whether to answer at all is the cuts' (their
     candidates are all negatives, and the easy ones of an off-topic question would teach the model about
     questions, not sentences)."""
-    keep = [i for i, it in enumerate(items) if it.q.get("answerable", True) and len(it.pool.candidates)]
+    keep = [i for i, it in enumerate(items) if _fits(it)]
     x = np.vstack([xs[i] for i in keep])
     y = np.concatenate([items[i].labels for i in keep])
     scaler = StandardScaler().fit(x)
@@ -218,7 +223,7 @@ def compact_lists(text: str) -> str:
 
 def fit_items(items: list[Item]) -> tuple[np.ndarray, np.ndarray]:
     """The question adapter fitted on the answerable ones of ``items`` (bench/question_adapter.py)."""
-    keep = [it for it in items if it.q.get("answerable", True) and len(it.pool.candidates)]
+    keep = [it for it in items if _fits(it)]
     return fit_adapter([it.pool.qvec for it in keep], [it.vectors for it in keep], [it.labels for it in keep])
 
 
@@ -381,7 +386,7 @@ def main() -> None:
                                         key=lambda k: (k[1], -k[0], k[2]))
 
     answerable = [it for it in items if it.q.get("answerable", True) and it.q.get("evidence")]
-    answering = [it for it in items if it.q.get("answerable", True) and len(it.pool.candidates)]
+    answering = [it for it in items if _fits(it)]
     in_passages = [bool(np.any(it.evidence & np.array([c.hit is not None for c in it.pool.candidates], bool)))
                    if len(it.evidence) else False for it in answerable]
     in_pool = [bool(np.any(it.evidence)) for it in answerable]
