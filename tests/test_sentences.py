@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from dmlqa.extract.quoting import for_answer
 from dmlqa.extract.sentences import (
     CAPTION,
     CODE,
@@ -15,7 +16,6 @@ from dmlqa.extract.sentences import (
     ROW,
     SNIPPET,
     classify,
-    for_answer,
     leans_back,
     split_document,
 )
@@ -118,6 +118,20 @@ def test_source_reference_markers_and_glued_headings_are_removed_for_the_answer(
     assert for_answer("6Gopher uses a different prompt format.") == "Gopher uses a different prompt format."
     assert for_answer("3D parallelism combines three kinds.") == "3D parallelism combines three kinds."
     assert for_answer("8 GPUs share one switch.") == "8 GPUs share one switch."
+
+
+def test_bracketed_numbers_that_are_data_are_not_taken_for_reference_markers() -> None:
+    # a tensor's shape is out of ascending order, which a list of references never is
+    assert for_answer("Each processor contains a Tensor slice with shape [25, 28, 28, 3].") == (
+        "Each processor contains a Tensor slice with shape [25, 28, 28, 3].")
+    tile = "Each holds a tile [100, 14, 7, 3] of the image."
+    assert for_answer(tile) == tile
+    # in order, a list after "list", "shape" or "=" is a value too; after a verb or a noun, references
+    assert for_answer("Pass num_experts as a list e.g. [4, 8] to build a pyramid.") == (
+        "Pass num_experts as a list e.g. [4, 8] to build a pyramid.")
+    assert for_answer("Set sizes = [2, 4] first.") == "Set sizes = [2, 4] first."
+    assert for_answer("We compare to ZeRO-3 [36, 37] in Table 2.") == "We compare to ZeRO-3 in Table 2."
+    assert for_answer("as shown in [5, 9].") == "as shown in refs. 5, 9."
     # a marker a preposition governs is written out: dropped, it would leave "Similar to, we"
     assert for_answer("Similar to [21], we fine-tune BERT.") == "Similar to ref. 21, we fine-tune BERT."
     assert for_answer("We follow the settings as in [5].") == "We follow the settings as in ref. 5."

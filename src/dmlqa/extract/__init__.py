@@ -4,10 +4,10 @@ Modules, lowest first: :mod:`~dmlqa.extract.text` (decoding, cleaning, Markdown 
 :class:`Extracted`), :mod:`~dmlqa.extract.facts` (years and authors a body states, merged with the
 catalog's), :mod:`~dmlqa.extract.html`, :mod:`~dmlqa.extract.pdf`, :mod:`~dmlqa.extract.documents`
 (what the bytes are, to the right extractor, then a :class:`~dmlqa.models.Document`),
-:mod:`~dmlqa.extract.sentences` (a document's quotable sentences), and
-:mod:`~dmlqa.extract.references` (a paper's reference list parsed, with the sentences citing each
-entry; :mod:`~dmlqa.extract.reference_entries` finds the list and cuts it into entries). It imports
-only the stages before it and the base modules.
+:mod:`~dmlqa.extract.sentences` (a document's quotable sentences), :mod:`~dmlqa.extract.quoting` (how a
+stored sentence reads in an answer), and :mod:`~dmlqa.extract.references` (a paper's reference list
+parsed, with the sentences citing each entry; :mod:`~dmlqa.extract.reference_entries` finds the list and
+cuts it into entries). It imports only the stages before it and the base modules.
 
 The names below are loaded on first use, not when the package is imported: the query side imports
 :mod:`~dmlqa.extract.sentences` to answer questions, and must not pay for loading trafilatura,
@@ -33,8 +33,9 @@ if TYPE_CHECKING:
     )
     from dmlqa.extract.html import extract_html
     from dmlqa.extract.pdf import dehyphenate, extract_pdf
+    from dmlqa.extract.quoting import for_answer
     from dmlqa.extract.references import ParsedReferences, parse_references
-    from dmlqa.extract.sentences import Sentence, for_answer, split_document
+    from dmlqa.extract.sentences import Sentence, split_document
     from dmlqa.extract.text import Extracted, clean_text, decode_text, extract_markdown, extract_text
 
 #: Each name the stage offers, and the module that defines it.
@@ -58,7 +59,7 @@ _HOME = {
     "ParsedReferences": "references",
     "parse_references": "references",
     "Sentence": "sentences",
-    "for_answer": "sentences",
+    "for_answer": "quoting",
     "split_document": "sentences",
     "Extracted": "text",
     "clean_text": "text",

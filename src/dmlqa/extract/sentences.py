@@ -513,50 +513,6 @@ def classify(text: str, role: str = PROSE, *, title: str = "") -> str:
     return PROSE
 
 
-# -- quoting -----------------------------------------------------------------------------------------
-
-#: The source's own reference markers: [12], [3, 14], [5–7], [12, 13, 21], and superscript digits
-#: glued to a word. In an answer they would read as the answer's own citations.
-_REF_MARK = re.compile(r"\s?\[\s*\d{1,3}(?:\s*[,;–-]\s*\d{1,3})*\s*\]")
-#: A marker that is the object of a preposition ("Similar to [21], we ...", "as in [5]."): removed, it would
-#: leave "Similar to, we"; it is written out as "ref. 21" instead, which no reader takes for a citation.
-_OBJECT_MARK = re.compile(r"(?i:\b(to|in|of|by|from|with|than|see|like|following|cf\.|e\.g\.,?))\s*\[\s*(\d{1,3}"
-                          r"(?:\s*[,;–-]\s*\d{1,3})*)\s*\]")
-_SUPERSCRIPT = re.compile(r"(?<=[A-Za-z\)])[\u00b9\u00b2\u00b3\u2070-\u2079]+")
-#: Section heading glued in front of a sentence by the PDF text layer: "3 DESIGN In this section".
-_LEADING_HEADING = _HEADING_LEAD
-#: A README's links to a translation, after a news entry ("... Inference [English] [中文] [日本語]"): the
-#: link texts are kept in the page's text, and quoted they read as noise after the entry.
-_LANGUAGE_LINKS = re.compile(r"(?:\s*\[(?:English|中文|日本語|한국어|Chinese|Japanese|Korean|Français|Deutsch|Español|"
-                             r"Русский|Português)\])+(?=\s*$|\s*[.;,]|\s+[-–—])")
-
-
-#: A footnote's number glued to its first word by the PDF text layer ("6Gopher uses ...", "3The activation ...").
-_FOOTNOTE_MARK = re.compile(r"^\d{1,2}(?=[A-Z][a-z]{2,}\b)")
-#: A browser's print stamp glued into PDF text ("11/23/26, 3:16 AM"), with the page counter after it.
-_STAMP = re.compile(r"\b\d{1,2}/\d{1,2}/\d{2,4},?\s+\d{1,2}:\d{2}\s*(?:AM|PM)?\b(?:\s+\d{1,3}/\d{1,3}\b)?", re.I)
-
-
-def for_answer(text: str) -> str:
-    """A sentence as an answer quotes it: the source's reference markers, print stamps, markdown bold
-    markers, links to translations, a glued heading and a footnote's glued number removed."""
-    t = _STAMP.sub("", text)
-    if _COMMENT.match(t):  # a code comment reads as prose without its markers and step label ("# [5a]")
-        t = re.sub(r"^\[\w{1,4}\]\s*", "", re.sub(r"(?:^|\s)(?:#|//)\s+", " ", t).strip())
-    t = _OBJECT_MARK.sub(lambda m: f"{m[1]} ref{'s' if re.search(r'[,;–-]', m[2]) else ''}. {m[2]}", t)
-    t = _REF_MARK.sub("", t)
-    t = _SUPERSCRIPT.sub("", t)
-    t = _LANGUAGE_LINKS.sub("", t)
-    # markdown bold markers a README's raw text keeps ("**Scalable Training**"); "__" stays: as often a dunder name
-    t = t.replace("**", "")
-    m = _LEADING_HEADING.match(t)
-    if m:
-        t = t[m.end():].lstrip()
-    t = _FOOTNOTE_MARK.sub("", t)
-    t = re.sub(r"\s+([,.;:])", r"\1", t)
-    return " ".join(t.split())
-
-
 #: Openings that lean on the sentence before: the answer must carry that sentence too.
 _ANAPHOR = re.compile(r"^(?:This|These|That|Those|It|Its|They|Their|Such|Here|Thus|Hence|Therefore|"
                       r"However|Moreover|Furthermore|In addition|Additionally|Also|Then|As a result|"

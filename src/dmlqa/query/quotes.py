@@ -21,7 +21,8 @@ from dataclasses import replace
 
 import numpy as np
 
-from dmlqa.extract.sentences import ITEM, PROSE, ROW, SNIPPET, for_answer, leans_forward, marker_subject
+from dmlqa.extract.quoting import for_answer
+from dmlqa.extract.sentences import ITEM, PROSE, ROW, SNIPPET, leans_forward, marker_subject
 from dmlqa.extract.tables import row_parts
 from dmlqa.index.lexical import tokenize
 from dmlqa.models import Citation, Hit
