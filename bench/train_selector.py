@@ -16,6 +16,8 @@ questions the adapter did not see; the cross-validation nests that inside each f
   answer, the answer's word budget and how many sentences after the best come with it, from a grid:
   among the settings whose median answer is at most MAX_MEDIAN_WORDS, those stating a key term within
   ADD_TOLERANCE of the best, the shortest budget, highest cut and least reading on;
+* ``diversity``: then, at those settings, how much a further sentence's likeness to those already in the
+  answer counts against it (maximal marginal relevance), the least within ADD_TOLERANCE of the best;
 * ``refuse_below``: the best sentence's probability under which the answer is refused, the cut making
   the fewest mistakes on the questions the unknown-name check lets through, midway in its gap of
   scores (the name check refuses most unanswerable questions before: the cut is a backstop for
@@ -75,6 +77,9 @@ ADD_GRID = (0.0, 0.02, 0.05, 0.1)
 ADD_TOLERANCE = 0.005
 WORDS_GRID = (85, 90, 95, 100)
 READ_ON_GRID = (0, 1, 2)
+#: How much a further sentence's cosine with one already chosen counts against its probability
+#: (:func:`dmlqa.query.quotes.choose`), tried at the chosen add_above, max_words and read_on.
+DIVERSITY_GRID = (0.0, 0.1, 0.2, 0.3)
 #: The issue asks for a median answer of at most 90 words; two words are left for other question sets.
 MAX_MEDIAN_WORDS = 88
 #: Inverse regularisation of the logistic regression (chosen by cross-validation: 0.1 and 1 score alike).
@@ -179,7 +184,8 @@ def _pools(searcher, version, questions: list[dict], cache: Path | None) -> tupl
         if n % 100 == 0:
             print(f"{n}/{len(questions)} questions gathered ({time.perf_counter() - t0:.0f} s)", file=sys.stderr)
     if cache is not None:
-        kept = [dataclasses.replace(p, neighbour=None, cosines_for=None, adapted=None, _features=None) for p in pools]
+        kept = [dataclasses.replace(p, neighbour=None, cosines_for=None, vectors_for=None, adapted=None, _features=None)
+                for p in pools]
         cache.write_bytes(pickle.dumps({"ids": ids, "version": version.name, "pools": kept, "absent": absent}))
     return pools, absent
 
@@ -247,10 +253,10 @@ def with_adapted(features: np.ndarray, adapted: np.ndarray) -> np.ndarray:
 
 
 def answer_text(it: Item, scores: np.ndarray, add_above: float, max_words: int,
-                read_on: int) -> tuple[str, int, set[str]]:
+                read_on: int, diversity: float = 0.0) -> tuple[str, int, set[str]]:
     """The answer's text, its length in words and the (normalised) addresses it cites."""
     chosen = choose(it.q["question"], it.pool.candidates, scores, neighbour=it.pool.neighbour, add_above=add_above,
-                    max_words=max_words, read_on=read_on)
+                    max_words=max_words, read_on=read_on, diversity=diversity, vectors=it.vectors.__getitem__)
     if not chosen:
         return "", 0, set()
     body, citations = compose(chosen, it.pool.sources, question=it.q["question"])
@@ -268,11 +274,11 @@ def gold_sources(it: Item) -> set[str]:
 
 
 def evaluate(items: list[Item], scores: list[np.ndarray], add_above: float, refuse_below: float,
-             max_words: int, read_on: int, topic_cut: float) -> dict:
+             max_words: int, read_on: int, topic_cut: float, diversity: float = 0.0) -> dict:
     stated, kw_share, words, refused_ans, refused_un, top1, cited = [], [], [], [], [], [], []
     for it, s in zip(items, scores, strict=True):
         best = float(s.max()) if len(s) else 0.0
-        body, n_words, urls = answer_text(it, s, add_above, max_words, read_on) if len(s) else ("", 0, set())
+        body, n_words, urls = answer_text(it, s, add_above, max_words, read_on, diversity) if len(s) else ("", 0, set())
         refused = not body or best < refuse_below or bool(it.absent) or off_topic(it, topic_cut)
         if not it.q.get("answerable", True):
             refused_un.append(refused)
@@ -384,6 +390,11 @@ def main() -> None:
     top = max(grid[k]["key_term_stated"] for k in ok)
     add_above, max_words, read_on = min((k for k in ok if grid[k]["key_term_stated"] >= top - ADD_TOLERANCE),
                                         key=lambda k: (k[1], -k[0], k[2]))
+    by_diversity = {d: evaluate(items, oof, add_above, refuse_below, max_words, read_on, topic_cut, d)
+                    for d in DIVERSITY_GRID}
+    ok_d = [d for d in DIVERSITY_GRID if by_diversity[d]["median_words"] <= MAX_MEDIAN_WORDS] or [0.0]
+    top_d = max(by_diversity[d]["key_term_stated"] for d in ok_d)
+    diversity = min(d for d in ok_d if by_diversity[d]["key_term_stated"] >= top_d - ADD_TOLERANCE)
 
     answerable = [it for it in items if it.q.get("answerable", True) and it.q.get("evidence")]
     answering = [it for it in items if _fits(it)]
@@ -396,7 +407,7 @@ def main() -> None:
     u, v = fit_items(items)
     model = kb.asker.searcher.pin().meta["model"]
     final = Selector(final.features, final.mean, final.scale, final.coef, final.intercept, refuse_below, add_above,
-                     max_words, read_on, topic_cut, u, v, model)
+                     max_words, read_on, topic_cut, u, v, model, diversity)
     Path(args.out).write_text(compact_lists(json.dumps(final.to_json(), indent=1)) + "\n", encoding="utf-8")
     validation = None
     if args.validate:  # scored only: nothing above saw these questions
@@ -404,7 +415,7 @@ def main() -> None:
         cache = args.cache.with_suffix(".validate" + args.cache.suffix) if args.cache else None
         vitems = collect(kb, held, cache)
         validation = evaluate(vitems, [final.score_pool(it.pool, model) for it in vitems], add_above, refuse_below,
-                              max_words, read_on, topic_cut)
+                              max_words, read_on, topic_cut, diversity)
         validation.pop("top1_positive")  # its labels need evidence sentences, which a validation set lacks
         validation.pop("gold_cited")  # dmlqa eval's citation_hit_rate is the measure there (gold URLs only)
     results = {
@@ -426,18 +437,22 @@ def main() -> None:
         "add_above": add_above,
         "max_words": max_words,
         "read_on": read_on,
+        "diversity": diversity,
         "refuse_below": round(refuse_below, 4),
         "off_topic_margin": round(topic_cut, 4),
-        "cross_validation": grid[(add_above, max_words, read_on)],
+        "cross_validation": by_diversity[diversity],
         # the spread a held-apart set of this size may show: each fold's questions scored alone
         "key_term_stated_by_fold": [evaluate([items[i] for i in test], [oof[i] for i in test], add_above, refuse_below,
-                                             max_words, read_on, topic_cut)["key_term_stated"] for _, test in folds],
+                                             max_words, read_on, topic_cut, diversity)["key_term_stated"]
+                                    for _, test in folds],
         "validation": {"file": args.validate.name, **validation} if validation else None,
         "cross_validation_by_add_above_max_words_read_on": {f"{a} {w} {r}": v for (a, w, r), v in grid.items()},
+        "cross_validation_by_diversity": {str(d): v for d, v in by_diversity.items()},
         "weights": dict(zip(FEATURES, [round(float(c), 4) for c in final.coef], strict=True)),
     }
     Path(args.results).write_text(json.dumps(results, indent=1) + "\n", encoding="utf-8")
-    shown = ("evidence_among_candidates", "add_above", "max_words", "read_on", "refuse_below", "off_topic_margin",
+    shown = ("evidence_among_candidates", "add_above", "max_words", "read_on", "diversity", "refuse_below",
+             "off_topic_margin",
              "cross_validation",
              "validation")
     print(json.dumps({k: results[k] for k in shown}, indent=1))

@@ -290,6 +290,38 @@ def test_a_sentence_leaning_back_comes_after_its_predecessor_or_not_at_all() -> 
     assert [c.ordinal for c in chosen] == [0]
 
 
+def test_a_sentence_speaking_of_such_a_thing_comes_with_the_sentence_naming_it() -> None:
+    cands = _cands([(PROSE, "Recently, we proposed a novel Pyramid-Residual MoE model architecture."),
+                    (PROSE, "To create such an MoE model, pass num_experts as a list and set the use_residual flag."),
+                    (PROSE, "Algorithm 3 uses such a model to plan the schedule of every expert."),
+                    (PROSE, "DeepSpeed MoE needs PyTorch 1.8 or newer to run any of the examples.")])
+    chosen = choose("How do I build a Pyramid-Residual MoE?", cands, np.array([0.2, 0.9, 0.1, 0.3]),
+                    neighbour=_neighbour(cands), add_above=0.5)
+    assert [c.ordinal for c in chosen] == [0, 1]
+    # about an algorithm no quote shows: the sentence before would not make it read, so it is not quoted
+    chosen = choose("Which model does Algorithm 3 use?", cands, np.array([0.3, 0.1, 0.9, 0.2]),
+                    neighbour=_neighbour(cands), add_above=0.15)
+    assert [c.ordinal for c in chosen] == [0, 3]
+
+
+def test_with_diversity_the_next_sentence_says_something_the_answer_has_not_said() -> None:
+    cands = _cands([(PROSE, "GPipe splits a model into stages across accelerators for training."),
+                    (PROSE, "GPipe partitions a model into stages placed on different accelerators."),
+                    (PROSE, "The bubble is negligible when there are four times more micro-batches than stages.")])
+    vectors = np.array([[1.0, 0.0, 0.0], [0.98, 0.2, 0.0], [0.6, 0.0, 0.8]], np.float32)
+    scores = np.array([0.9, 0.8, 0.7])
+    plain = choose("How does GPipe work?", cands, scores, add_above=0.5, max_sentences=2)
+    assert [c.ordinal for c in plain] == [0, 1]
+    varied = choose("How does GPipe work?", cands, scores, add_above=0.5, max_sentences=2, diversity=0.3,
+                    vectors=lambda idx: vectors[list(idx)])
+    assert [c.ordinal for c in varied] == [0, 2]  # 0.7 - 0.3 * 0.6 beats 0.8 - 0.3 * 0.98
+    # the best sentence still leads, and with no vectors, or no diversity, the order is the scores'
+    assert [c.ordinal for c in choose("How does GPipe work?", cands, scores, add_above=0.5, max_sentences=2,
+                                      diversity=0.3)] == [0, 1]
+    assert [c.ordinal for c in choose("How does GPipe work?", cands, scores, add_above=0.5, max_sentences=2,
+                                      vectors=lambda idx: vectors[list(idx)])] == [0, 1]
+
+
 def test_captions_and_glued_headings_are_never_quoted() -> None:
     cands = _cands([(PROSE, "ZeRO: Zero Redundancy Optimizer ZeRO removes the memory redundancies."),
                     (PROSE, "ZeRO partitions optimizer states, gradients and parameters across ranks.")])

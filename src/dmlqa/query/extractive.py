@@ -83,6 +83,9 @@ class Pool:
     #: the candidates' cosines with another vector (the question turned by the selector's adapter)
     cosines_for: Callable[[np.ndarray], np.ndarray] | None = None
     adapted: np.ndarray | None = None  # the cosines with the adapted question (:meth:`adapt`)
+    #: the sentence vectors of some candidates, by index: what :func:`dmlqa.query.quotes.choose` tells alike
+    #: sentences apart by (read for the few it weighs, not for the whole pool)
+    vectors_for: Callable[[Sequence[int]], np.ndarray] | None = None
     _features: np.ndarray | None = None
 
     def adapt(self, turned: np.ndarray | None) -> None:
@@ -283,7 +286,8 @@ def gather(searcher, version, question: str, hits: Sequence[Hit], options, *,  #
         return None if n is None else replace(n, hit=c.hit)
 
     return Pool(cands, where, cos[[position(r) for r in picked]], facts, sources, neighbour,
-                [tokens[r] for r in picked], qvec, lambda v: version.sentence_cosines(picked, v))
+                [tokens[r] for r in picked], qvec, lambda v: version.sentence_cosines(picked, v),
+                vectors_for=lambda idx: version.sentence_vectors([picked[i] for i in idx]))
 
 
 def passage_candidates(hits: Sequence[Hit]) -> list[Candidate]:
@@ -312,4 +316,5 @@ def _unstored_pool(searcher, version, hits, qvec, facts) -> Pool:  # noqa: ANN00
     places = [Place(c.role, c.hit, doc_rank[c.doc_id], 0.0, False, c.doc_id, c.ordinal) for c in cands]
     by_key = {(c.doc_id, c.ordinal): c for c in cands}
     return Pool(cands, places, vectors @ qvec, facts, list(hits),
-                lambda c, step: by_key.get((c.doc_id, c.ordinal + step)), qvec=qvec, cosines_for=lambda v: vectors @ v)
+                lambda c, step: by_key.get((c.doc_id, c.ordinal + step)), qvec=qvec, cosines_for=lambda v: vectors @ v,
+                vectors_for=lambda idx: vectors[list(idx)])

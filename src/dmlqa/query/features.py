@@ -191,15 +191,19 @@ def bm25(token_lists: Sequence[Sequence[str]], weights: dict[str, float]) -> np.
 
 # -- reading --------------------------------------------------------------------------------------
 
-#: "Algorithm 3 uses such a model", "Such a scheme ...", "the above": needs what came before. A sentence
-#: opening with "Table 4 shows that ..." states its finding and stays; one about an algorithm, equation
-#: or listing it does not show does not.
-_DANGLING = re.compile(r"^(?:\w+\s+){0,4}(?:such (?:a|an)\b|such\s+\w+s\b)|\b(?:the above|aforementioned|"
-                       r"the former|the latter|as mentioned|as discussed|as shown above|"
-                       r"as (?:noted|described|explained|seen|stated) (?:earlier|above|before|previously)|"
-                       r"(?:following|next) (?:figure|diagram|image|picture|screenshot)|"
-                       r"(?:figure|diagram|image|picture|screenshot) (?:below|above))\b|"
-                       r"^(?:Algorithm|Equation|Eq\.|Listing)\s*\d+\b", re.I)
+#: "Such a scheme ...", "the above", "the latter": needs the text that came before, which the sentence before
+#: may carry.
+_REFERS_BACK = (r"^(?:\w+\s+){0,4}(?:such (?:a|an)\b|such\s+\w+s\b)|\b(?:the above|aforementioned|"
+                r"the former|the latter|as mentioned|as discussed|as shown above|"
+                r"as (?:noted|described|explained|seen|stated) (?:earlier|above|before|previously))\b")
+#: "the figure below", "Algorithm 3 uses ...": needs what no quote shows. A sentence opening with "Table 4 shows
+#: that ..." states its finding and stays; one about an algorithm, equation or listing it does not show does not.
+_UNSHOWN = (r"\b(?:(?:following|next) (?:figure|diagram|image|picture|screenshot)|"
+            r"(?:figure|diagram|image|picture|screenshot) (?:below|above))\b|"
+            r"^(?:Algorithm|Equation|Eq\.|Listing)\s*\d+\b")
+_DANGLING = re.compile(f"{_REFERS_BACK}|{_UNSHOWN}", re.I)
+_BACK_ONLY = re.compile(_REFERS_BACK, re.I)
+_UNSHOWN_ONLY = re.compile(_UNSHOWN, re.I)
 
 
 #: Openings that look like leaning back but do not: the document speaking of itself ("This repository
@@ -245,6 +249,16 @@ def leans_hard(text: str) -> bool:
     """Does it lean back so that it cannot be read alone ("It uses ...", "This reduces ...", a fragment
     opening in lower case), unlike a connective ("However, ...") that still reads alone?"""
     return leans(text) and _SOFT_LEAN.match(text[heading_end(text):].lstrip("\"'“(- ")) is None
+
+
+def refers_back(text: str) -> bool:
+    """Does the sentence need the one before it, and could that one be all it needs: it leans on it
+    (:func:`leans`), or speaks of "such a scheme" or "the latter" without pointing at a figure or an algorithm
+    no quote shows ("To create such an MoE model, ..." after the sentence proposing that model)?"""
+    if leans(text):
+        return True
+    rest = text[heading_end(text):]
+    return _BACK_ONLY.search(rest) is not None and _UNSHOWN_ONLY.search(rest) is None
 
 
 def standalone(text: str) -> bool:

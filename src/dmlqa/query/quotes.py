@@ -16,7 +16,7 @@ so the only bracketed numbers in an answer are its own citations, one per docume
 from __future__ import annotations
 
 import re
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import replace
 
 import numpy as np
@@ -27,7 +27,7 @@ from dmlqa.extract.tables import row_parts
 from dmlqa.index.lexical import tokenize
 from dmlqa.models import Citation, Hit
 from dmlqa.query.extractive import Candidate, Pool
-from dmlqa.query.features import asked_kinds, furniture, heading_end, leans, standalone, title_like
+from dmlqa.query.features import asked_kinds, furniture, heading_end, refers_back, standalone, title_like
 
 #: Word budget of an answer when none is given: a further sentence is added only while the answer stays
 #: within it (the best sentence's block is always kept). The shipped selector carries the budget chosen
@@ -127,7 +127,7 @@ def _block(c: Candidate, question_tokens: set[str], pool: Sequence[Candidate],
     block = [c]
     head = c
     for _ in range(LEAN_BACK_STEPS):  # "That is to say, ..." after "Though ..." after the fact
-        if not leans(head.text):
+        if not refers_back(head.text):
             break
         prev = neighbour(head, -1)
         if not _readable(prev):
@@ -183,10 +183,37 @@ def _words(block: Sequence[Candidate]) -> int:
     return sum(len(c.text.split()) for c in block)
 
 
+#: How many of the best-scored candidates :func:`choose` orders by marginal relevance when asked for diversity.
+DIVERSE_TOP = 20
+
+
+def _in_turn(rank: np.ndarray, heads: Sequence[int], diversity: float,
+             vectors: Callable[[Sequence[int]], np.ndarray] | None) -> Iterator[int]:
+    """Candidate indices in the order :func:`choose` tries them: by ``rank``, or, with ``diversity``, the
+    :data:`DIVERSE_TOP` best by maximal marginal relevance against ``heads`` (which the caller extends with
+    each sentence it takes, between the steps), then the rest by rank."""
+    order = np.argsort(-rank, kind="stable")
+    if diversity <= 0 or vectors is None or len(order) < 2:
+        yield from order.tolist()
+        return
+    top = order[:DIVERSE_TOP]
+    v = np.asarray(vectors(top.tolist()), np.float32)
+    v /= np.maximum(np.linalg.norm(v, axis=1, keepdims=True), 1e-9)
+    near = v @ v.T
+    at = {int(c): k for k, c in enumerate(top)}
+    left = list(range(len(top)))
+    while left:
+        chosen = [at[h] for h in heads if h in at]
+        gain = rank[top[left]] - (diversity * near[np.ix_(left, chosen)].max(axis=1) if chosen else 0.0)
+        yield int(top[left.pop(int(np.argmax(gain)))])
+    yield from order[DIVERSE_TOP:].tolist()
+
+
 def choose(question: str, cands: Sequence[Candidate], scores: np.ndarray, *,
            neighbour: Callable[[Candidate, int], Candidate | None] = lambda c, step: None,
            add_above: float = 0.5, avoid: set[str] = frozenset(), max_sentences: int = MAX_SENTENCES,
-           max_words: int = MAX_WORDS, read_on: int = 0) -> list[Candidate]:
+           max_words: int = MAX_WORDS, read_on: int = 0, diversity: float = 0.0,
+           vectors: Callable[[Sequence[int]], np.ndarray] | None = None) -> list[Candidate]:
     """The answer's sentences, in answer order: the best-scored quotable sentence's block first (with
     the ``read_on`` readable sentences after it), then the blocks of further sentences scoring at least
     ``add_above`` while the answer stays within ``max_words`` and ``max_sentences``, grouped by
@@ -198,6 +225,11 @@ def choose(question: str, cands: Sequence[Candidate], scores: np.ndarray, *,
     ``avoid`` are sentences the previous answer quoted: ranked last when another sentence reaches
     ``add_above`` and :data:`AVOID_RATIO` of their score, so they are said again only when nothing
     else answers.
+
+    ``diversity`` > 0 with ``vectors`` (the candidates' sentence vectors, by index): among the
+    :data:`DIVERSE_TOP` best, the next sentence tried is the one whose score, less ``diversity`` times its
+    greatest cosine with a sentence already chosen, is highest (maximal marginal relevance), so that the
+    answer's few sentences do not all say one thing.
     """
     if not len(cands):
         return []
@@ -213,12 +245,15 @@ def choose(question: str, cands: Sequence[Candidate], scores: np.ndarray, *,
     taken: set[tuple[str, int]] = set()
     words = 0
     said: list[set[str]] = []
-    for i in np.argsort(-rank, kind="stable").tolist():
+    heads: list[int] = []  # the candidates whose blocks were taken
+    for i in _in_turn(rank, heads, diversity, vectors):
         c = cands[i]
+        if blocks and len(taken) >= max_sentences:
+            break
+        if blocks and rank[i] < add_above:
+            continue
         if (c.doc_id, c.ordinal) in taken or _said(c.text, said):
             continue  # the same sentence in a second copy of the work (arXiv and proceedings) says nothing new
-        if blocks and (rank[i] < add_above or len(taken) >= max_sentences):
-            break
         block = None if title_like(c.text) and not titles else _block(c, qtokens, cands, neighbour)
         if block is None:
             continue
@@ -243,6 +278,7 @@ def choose(question: str, cands: Sequence[Candidate], scores: np.ndarray, *,
                     break
                 block += more
         blocks.append(block)
+        heads.append(i)
         said += [set(tokenize(b.text)) for b in block]
         taken |= {(b.doc_id, b.ordinal) for b in block}
         words += _words(block)

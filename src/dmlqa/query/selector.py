@@ -5,9 +5,9 @@ Its weights are fitted by ``bench/train_selector.py`` on the training questions 
 pickle, so a reader can see what the model weighs and a refit shows as a diff. Besides the weights
 it carries what was chosen by cross-validation with it: the probability under which the best
 sentence is too weak to answer (the answer is refused), the one a further sentence must reach to be
-added after the best, the answer's word budget, how many sentences after the best come with it, and the
-margin of nearness under which the knowledge base is not about the question at all
-(:mod:`dmlqa.query.topic`).
+added after the best, the answer's word budget, how many sentences after the best come with it, how much
+a further sentence's likeness to those already chosen counts against it, and the margin of nearness
+under which the knowledge base is not about the question at all (:mod:`dmlqa.query.topic`).
 
 It may also carry a *question adapter* for the embedder it was fitted with: a low-rank map the question's
 vector takes before its cosine with each candidate is measured again (the ``adapted_*`` features). The
@@ -61,6 +61,9 @@ class Selector:
     adapter_u: np.ndarray | None = None
     adapter_v: np.ndarray | None = None
     adapter_model: str = ""
+    #: how much a further sentence's likeness to those already chosen counts against it
+    #: (:func:`dmlqa.query.quotes.choose`); 0: the answer takes the best-scored sentences as they come
+    diversity: float = 0.0
 
     @classmethod
     def from_json(cls, data: dict) -> Selector:
@@ -72,7 +75,8 @@ class Selector:
             sel = cls(names, np.asarray(data["mean"], np.float64), np.asarray(data["scale"], np.float64),
                       np.asarray(data["coef"], np.float64), float(data["intercept"]), float(data["refuse_below"]),
                       float(data["add_above"]), int(data["max_words"]), int(data["read_on"]),
-                      float(data["off_topic_margin"]), u, v, str(adapter["model"]) if adapter else "")
+                      float(data["off_topic_margin"]), u, v, str(adapter["model"]) if adapter else "",
+                      float(data["diversity"]))
             if u is not None and (u.ndim != 2 or v.ndim != 2 or u.shape[::-1] != v.shape):
                 raise ValueError(f"adapter shapes {u.shape} and {v.shape} do not make a map")
         except (KeyError, TypeError, ValueError) as exc:
@@ -88,7 +92,7 @@ class Selector:
                 "coef": _rounded(self.coef), "intercept": round(self.intercept, 6),
                 "refuse_below": round(self.refuse_below, 4), "add_above": round(self.add_above, 4),
                 "max_words": self.max_words, "read_on": self.read_on,
-                "off_topic_margin": round(self.off_topic_margin, 4),
+                "off_topic_margin": round(self.off_topic_margin, 4), "diversity": round(self.diversity, 4),
                 **({"adapter": {"model": self.adapter_model, "u": [_rounded(r) for r in self.adapter_u],
                                 "v": [_rounded(r) for r in self.adapter_v]}} if self.adapter_u is not None else {})}
 
