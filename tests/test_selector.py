@@ -491,6 +491,9 @@ def test_a_sentence_pointing_elsewhere_is_marked_so_the_model_can_weigh_it() -> 
     # one word in capitals before a sentence: a section's title when it is English, else a name
     ("INTRODUCTION Deep learning models keep growing.", True),
     ("NVIDIA Megatron Core is a library of building blocks for large-scale training.", False),
+    # a section's title, then its first subsection's, before a sentence whose start is unclear
+    ("2 Related Work 2.1 Data, Model and Pipeline Parallelism Parallelization is a key strategy.", True),
+    ("8 GPUs reach 1.5 TFLOPS per GPU in total.", False),  # no section: the numbers differ
     # cut off mid-clause or at a line-end hyphen (a page or column break)
     ("Bounded-staleness schedules such as PipeMare and PipeDream-2BW do", True),
     ("The gradient of each shard is then reduced across the", True),
@@ -512,6 +515,8 @@ def test_headings_glued_before_a_sentence_cut_offs_and_front_matter_are_furnitur
     ("TECHNICAL REPORT Tip 7: We suggest the order TP, SP-Ulysses, SP-Ring, ZeRO-DP, PP.",
      "Tip 7: We suggest the order TP, SP-Ulysses, SP-Ring, ZeRO-DP, PP."),
     ("3 SYSTEM DESIGN In this section we describe the scheduler.", "In this section we describe the scheduler."),
+    ("5 Experimental Results 5.1 Performance of Unified SP We first investigate the attention module.",
+     "We first investigate the attention module."),
     ("Optimizer States Figure 3b shows that optimizer states need 4x the bandwidth of gradients.",
      "Figure 3b shows that optimizer states need 4x the bandwidth of gradients."),
 ])

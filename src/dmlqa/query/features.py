@@ -277,10 +277,13 @@ _CUT_HEADING = re.compile(
     r"^[A-Z]{2,}(?:[ &-]+[A-Z]{2,})+(?=\s+[A-Z][a-z])|"
     # "3 SYSTEM DESIGN In this section ...": a numbered section title in capitals
     r"^(?:\d+(?:\.\d+)*\.?|[IVX]+\.)\s+[A-Z][A-Z &-]{3,}\b(?=\s+[A-Z][a-z])|"
-    # "5.2 Comparison to ZeRO-3 We compare ...": a numbered heading before the sentence
-    r"^\d+(?:\.\d+)+\.?\s+[A-Z][\w-]*(?:\s+[\w-]+){0,6}?(?=\s+(?:We|In|This|The|Our|Here|To)\s)|"
+    # "5.2 Comparison to ZeRO-3 We compare ...": a numbered heading before the sentence, after its section's
+    # own ("5 Experiments 5.1 Experiment Setup We evaluate ...")
+    r"^(?:(?P<sec>\d+)\.?\s+[A-Z](?:[\w-]*\s+){1,6}?(?P=sec)\.\d+|\d+\.\d+)(?:\.\d+)*\.?\s+[A-Z][\w-]*"
+    r"(?:\s+[\w-]+){0,6}?(?=\s+(?:We|In|This|The|Our|Here|To)\s)|"
     # "5.2 Pipeline Parallelism Pipeline parallelism divides ...": the heading said again
-    r"^\d+(?:\.\d+)+\.?\s+(?P<head>[A-Z][\w-]*)(?:\s+[A-Z][\w-]*){0,5}(?=\s+(?i:(?P=head))\s)|"
+    r"^(?:(?P<sec2>\d+)\.?\s+[A-Z](?:[\w-]*\s+){1,6}?(?P=sec2)\.\d+|\d+\.\d+)(?:\.\d+)*\.?\s+"
+    r"(?P<head>[A-Z][\w-]*)(?:\s+[A-Z][\w-]*){0,5}(?=\s+(?i:(?P=head))\s)|"
     # "3D Parallelism Tutorial A generic tutorial on ...": a title, then the sentence
     r"^(?:[A-Z0-9][\w-]*\s+){1,5}[A-Z0-9][\w-]*(?=\s+(?:The|This|These|We|Our|An?(?!\s+(?:for|of|in|to|and|or|as|"
     r"is|was|at|on|with|by)\b))\s+[a-z])|"
@@ -293,7 +296,10 @@ _GLUED_HEADING = re.compile(r"^[\w.+-]{2,30}:\s+(?:[A-Z][\w-]*\s+){2,5}[A-Z][\w-
                             # "TECHNICAL REPORT causal mask has not ...": a running header before a page's continuation
                             r"^[A-Z]{4,}(?:\s+[A-Z]{4,})+\s+[a-z]|"
                             # "4.2.3 Pipeline Parallelism ...": a number of three levels is a section's, never a figure
-                            r"^\d+\.\d+\.\d+\.?\s+[A-Z]")
+                            r"^\d+\.\d+\.\d+\.?\s+[A-Z]|"
+                            # "2 Related Work 2.1 Data, Model and Pipeline Parallelism Parallelization is ...": a
+                            # section's title, then its first subsection's
+                            r"^(\d+)\.?\s+[A-Z](?:[\w-]*\s+){1,6}?\1\.\d+\.?\s+[A-Z]")
 #: "ABSTRACT We propose ...", "3 DESIGN In this section ...": a section title in capitals before a sentence,
 #: when the word is English (:func:`_caps_heading`); "NVIDIA Megatron Core is ..." opens with a name.
 _CAPS_LEAD = re.compile(r"^(?:\d+(?:\.\d+)*\.?\s+)?([A-Z][A-Z -]{4,})\s+[A-Z][a-z]")
