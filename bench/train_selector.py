@@ -12,12 +12,12 @@ document), and the two cuts are chosen on the out-of-fold scores. The LR's adapt
 from adapters cross-fitted within its training folds (ADAPTER_FOLDS), so it learns how far to trust them on
 questions the adapter did not see; the cross-validation nests that inside each fold (~4 min on 2 cores).
 
-* ``add_above``, ``max_words`` and ``read_on``: the probability a further sentence needs to join the
-  answer, the answer's word budget and how many sentences after the best come with it, from a grid:
-  among the settings whose median answer is at most MAX_MEDIAN_WORDS, those stating a key term within
-  ADD_TOLERANCE of the best, the shortest budget, highest cut and least reading on;
-* ``diversity``: then, at those settings, how much a further sentence's likeness to those already in the
-  answer counts against it (maximal marginal relevance), the least within ADD_TOLERANCE of the best;
+* ``add_above``, ``max_words``, ``read_on`` and ``diversity``: the probability a further sentence needs to
+  join the answer, the answer's word budget, how many sentences after the best come with it and how much a
+  further sentence's likeness to those already in the answer counts against it (maximal marginal
+  relevance), from one grid: among the settings whose median answer is at most MAX_MEDIAN_WORDS, those
+  stating a key term within ADD_TOLERANCE of the best, the shortest budget, highest cut, least reading on
+  and least diversity;
 * ``refuse_below``: the best sentence's probability under which the answer is refused, the cut making
   the fewest mistakes on the questions the unknown-name check lets through, midway in its gap of
   scores (the name check refuses most unanswerable questions before: the cut is a backstop for
@@ -75,10 +75,12 @@ ADD_GRID = (0.0, 0.02, 0.05, 0.1)
 #: The highest add_above stating a key term within this of the best is kept: sentences the model rates
 #: near zero pad an answer without making it better.
 ADD_TOLERANCE = 0.005
-WORDS_GRID = (85, 90, 95, 100)
-READ_ON_GRID = (0, 1, 2)
+#: Budgets over 90 words gave medians over MAX_MEDIAN_WORDS in every refit (95: 91-93, 100: 96-98), reading on two
+#: sentences never beat one: the grid leaves them out to try diversity with the rest in the same time.
+WORDS_GRID = (85, 90)
+READ_ON_GRID = (0, 1)
 #: How much a further sentence's cosine with one already chosen counts against its probability
-#: (:func:`dmlqa.query.quotes.choose`), tried at the chosen add_above, max_words and read_on.
+#: (:func:`dmlqa.query.quotes.choose`).
 DIVERSITY_GRID = (0.0, 0.1, 0.2, 0.3)
 #: The issue asks for a median answer of at most 90 words; two words are left for other question sets.
 MAX_MEDIAN_WORDS = 88
@@ -384,17 +386,12 @@ def main() -> None:
     print(f"cross-validated with question adapters ({time.perf_counter() - t0:.0f} s)", file=sys.stderr)
     topic_cut = off_topic_cut(items)
     refuse_below = refuse_cut(items, oof, topic_cut)
-    grid = {(a, w, r): evaluate(items, oof, a, refuse_below, w, r, topic_cut)
-            for a in ADD_GRID for w in WORDS_GRID for r in READ_ON_GRID}
-    ok = [k for k in grid if grid[k]["median_words"] <= MAX_MEDIAN_WORDS] or [(max(ADD_GRID), min(WORDS_GRID), 0)]
+    grid = {(a, w, r, d): evaluate(items, oof, a, refuse_below, w, r, topic_cut, d)
+            for a in ADD_GRID for w in WORDS_GRID for r in READ_ON_GRID for d in DIVERSITY_GRID}
+    ok = [k for k in grid if grid[k]["median_words"] <= MAX_MEDIAN_WORDS] or [(max(ADD_GRID), min(WORDS_GRID), 0, 0.0)]
     top = max(grid[k]["key_term_stated"] for k in ok)
-    add_above, max_words, read_on = min((k for k in ok if grid[k]["key_term_stated"] >= top - ADD_TOLERANCE),
-                                        key=lambda k: (k[1], -k[0], k[2]))
-    by_diversity = {d: evaluate(items, oof, add_above, refuse_below, max_words, read_on, topic_cut, d)
-                    for d in DIVERSITY_GRID}
-    ok_d = [d for d in DIVERSITY_GRID if by_diversity[d]["median_words"] <= MAX_MEDIAN_WORDS] or [0.0]
-    top_d = max(by_diversity[d]["key_term_stated"] for d in ok_d)
-    diversity = min(d for d in ok_d if by_diversity[d]["key_term_stated"] >= top_d - ADD_TOLERANCE)
+    add_above, max_words, read_on, diversity = min(
+        (k for k in ok if grid[k]["key_term_stated"] >= top - ADD_TOLERANCE), key=lambda k: (k[1], -k[0], k[2], k[3]))
 
     answerable = [it for it in items if it.q.get("answerable", True) and it.q.get("evidence")]
     answering = [it for it in items if _fits(it)]
@@ -440,14 +437,14 @@ def main() -> None:
         "diversity": diversity,
         "refuse_below": round(refuse_below, 4),
         "off_topic_margin": round(topic_cut, 4),
-        "cross_validation": by_diversity[diversity],
+        "cross_validation": grid[(add_above, max_words, read_on, diversity)],
         # the spread a held-apart set of this size may show: each fold's questions scored alone
         "key_term_stated_by_fold": [evaluate([items[i] for i in test], [oof[i] for i in test], add_above, refuse_below,
                                              max_words, read_on, topic_cut, diversity)["key_term_stated"]
                                     for _, test in folds],
         "validation": {"file": args.validate.name, **validation} if validation else None,
-        "cross_validation_by_add_above_max_words_read_on": {f"{a} {w} {r}": v for (a, w, r), v in grid.items()},
-        "cross_validation_by_diversity": {str(d): v for d, v in by_diversity.items()},
+        "cross_validation_by_add_above_max_words_read_on_diversity": {" ".join(map(str, k)): v
+                                                                      for k, v in grid.items()},
         "weights": dict(zip(FEATURES, [round(float(c), 4) for c in final.coef], strict=True)),
     }
     Path(args.results).write_text(json.dumps(results, indent=1) + "\n", encoding="utf-8")

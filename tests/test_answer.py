@@ -40,6 +40,24 @@ def test_a_version_without_stored_sentences_still_answers(tmp_path: Path, encode
     assert not a.refused and a.citations and a.citations[0].doc_id == "arxiv:1910.02054"
 
 
+def test_a_sentence_with_the_questions_rare_term_is_a_candidate_though_neither_retrieved_nor_near(
+        asker: Asker, monkeypatch: pytest.MonkeyPatch) -> None:
+    """BM25 scores the sentences of the passages it ranks best in the pool's documents, retrieved or not: a
+    command a question names ("horovodrun") is reached though its sentence is far from the question by cosine."""
+    from dmlqa.query import extractive
+
+    searcher = asker.searcher
+    version = searcher.pin()
+    question = "Which command launches horovodrun with four processes?"
+    monkeypatch.setattr(extractive, "POOL_LEXICAL", 0)  # no sentence comes in by its cosine
+    pool = extractive.gather(searcher, version, question, [], AskOptions(use_llm=False))  # no passage retrieved
+    assert [c.text for c in pool.candidates if "horovodrun" in c.text] == [
+        "Horovod installs with pip install horovod and runs with horovodrun -np 4 python train.py."]
+    assert all(c.hit is None for c in pool.candidates)  # found by the sentence index: no retrieved passage
+    monkeypatch.setattr(extractive, "LEXICAL_PASSAGES", 0)
+    assert extractive.gather(searcher, version, question, [], AskOptions(use_llm=False)).candidates == []
+
+
 def test_extractive_answer_cites_the_right_source(asker: Asker) -> None:
     a = asker.ask("How does ZeRO reduce memory across data-parallel processes?")
     assert not a.refused and a.backend == "extractive"

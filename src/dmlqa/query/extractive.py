@@ -50,6 +50,8 @@ POOL_PER_MEASURE = 30
 #: are read and tokenised, the rest of the 4,000+ only ranked by vector. Refit on bench/train, 400 rather than
 #: 200 stated a key term for 3 more of 466 questions (0.738 / 0.732, folds spread 0.66-0.78) for ~10 ms more CPU.
 POOL_LEXICAL = 200
+#: BM25 also scores the sentences of the passages of those documents it ranks best, this many.
+LEXICAL_PASSAGES = 10
 
 
 @dataclass(frozen=True)
@@ -128,8 +130,9 @@ def question_terms(question: str) -> list[str]:
 # -- candidates -----------------------------------------------------------------------------------------
 
 
-def _rrf_documents(searcher, version, query: str, qvec: np.ndarray, options) -> list[str]:  # noqa: ANN001
-    """Documents in the order hybrid retrieval ranks their best passage (catalogue cards left out)."""
+def _rrf_documents(searcher, version, query: str, qvec: np.ndarray, options) -> tuple[list[str], list[int]]:  # noqa: ANN001
+    """Documents in the order hybrid retrieval ranks their best passage (catalogue cards left out), and the
+    passage rows in the order BM25 ranks them (none in dense mode)."""
     from dmlqa.query.search import allowed_rows, rrf
 
     allowed = allowed_rows(version, options.filters)
@@ -137,14 +140,16 @@ def _rrf_documents(searcher, version, query: str, qvec: np.ndarray, options) -> 
     rankings = []
     if options.mode in ("hybrid", "dense"):
         rankings.append([r for r, _ in searcher.dense_ranking(version, qvec, n, allowed)])
+    lexical: list[int] = []
     if options.mode in ("hybrid", "bm25"):
-        rankings.append([r for r, _ in searcher.lexical_ranking(version, query, n, allowed)])
+        lexical = [r for r, _ in searcher.lexical_ranking(version, query, n, allowed)]
+        rankings.append(lexical)
     docs: list[str] = []
     for row, _ in sorted(rrf(rankings).items(), key=lambda kv: -kv[1]):
         d = version.doc_of(row)
         if d is not None and d not in docs and not version.docs[d].is_card:
             docs.append(d)
-    return docs
+    return docs, lexical
 
 
 def _source_hit(version, doc_id: str, chunk: int, rank: int) -> Hit:  # noqa: ANN001 - IndexVersion
@@ -197,7 +202,8 @@ def gather(searcher, version, question: str, hits: Sequence[Hit], options, *,  #
         return _unstored_pool(searcher, version, hits, qvec, facts)
 
     docs = [h.doc_id for h in hits if not h.is_card]
-    for d in _rrf_documents(searcher, version, whole, qvec, options):
+    ranked, lexical_rows = _rrf_documents(searcher, version, whole, qvec, options)
+    for d in ranked:
         if len(dict.fromkeys(docs)) >= POOL_DOCS:
             break
         docs.append(d)
@@ -237,6 +243,15 @@ def gather(searcher, version, question: str, hits: Sequence[Hit], options, *,  #
         return [p.row for p in ps if not marker_subject(texts[p])]
 
     in_passages = quotable(passage)
+    # the passages of these documents BM25 ranks best, retrieved or not: a sentence holding the question's
+    # rare terms ("hvd.broadcast_parameters") may be far from it by cosine, in a passage fusion ranked low
+    worded: list[int] = []
+    more = [r for r in lexical_rows if version.doc_of(r) in doc_rank][:LEXICAL_PASSAGES]
+    for r, c in version.chunks(more).items():
+        for p in version.sentence_places_in(version.doc_of(r), c.start, c.end):
+            places.setdefault(p.row, p)
+            worded.append(p.row)
+    worded = quotable(dict.fromkeys(worded))
     by_cos = rows[np.argsort(-cos, kind="stable")].tolist()
     nearest: list[int] = []
     seen = 0
@@ -245,7 +260,7 @@ def gather(searcher, version, question: str, hits: Sequence[Hit], options, *,  #
         seen += len(batch)
         place(batch)
         nearest += quotable(batch)[: POOL_LEXICAL - len(nearest)]
-    scored = sorted(set(in_passages) | set(nearest), key=position)
+    scored = sorted(set(in_passages) | set(nearest) | set(worded), key=position)
     tokens = {r: tokenize(texts[places[r]]) for r in scored}
     lexical = bm25(list(tokens.values()), facts.weights)
     best_lexical = [scored[j] for j in np.argsort(-lexical, kind="stable")[:POOL_PER_MEASURE].tolist()]
