@@ -276,32 +276,29 @@ def test_the_answer_leads_with_the_best_sentence_then_others_in_reading_order() 
     assert [c.ordinal for c in only] == [2]  # the others score under the cut
 
 
-def test_a_sentence_leaning_back_comes_after_its_predecessor_or_not_at_all() -> None:
-    cands = _cands([(PROSE, "Horovod batches small tensors before the allreduce operation."),
-                    (PROSE, "It uses a fusion buffer of 64 MB by default."),
-                    (CAPTION, "Figure 2: Tensor fusion timeline."),
-                    (PROSE, "This gives a 20% speedup on 64 GPUs in the benchmark run.")])
-    chosen = choose("What is the default fusion buffer?", cands, np.array([0.2, 0.9, 0.1, 0.3]),
-                    neighbour=_neighbour(cands), add_above=0.5)
-    assert [c.ordinal for c in chosen] == [0, 1]
+_FUSION = [(PROSE, "Horovod batches small tensors before the allreduce operation."),
+           (PROSE, "It uses a fusion buffer of 64 MB by default."),
+           (CAPTION, "Figure 2: Tensor fusion timeline."),
+           (PROSE, "This gives a 20% speedup on 64 GPUs in the benchmark run.")]
+_PR_MOE = [(PROSE, "Recently, we proposed a novel Pyramid-Residual MoE model architecture."),
+           (PROSE, "To create such an MoE model, pass num_experts as a list and set the use_residual flag."),
+           (PROSE, "Algorithm 3 uses such a model to plan the schedule of every expert."),
+           (PROSE, "DeepSpeed MoE needs PyTorch 1.8 or newer to run any of the examples.")]
+
+
+@pytest.mark.parametrize(("texts", "scores", "add_above", "expected"), [
+    (_FUSION, [0.2, 0.9, 0.1, 0.3], 0.5, [0, 1]),  # "It uses ..." comes after the sentence it leans on
     # its predecessor is a caption: the leaning sentence cannot be quoted readably, the next best leads
-    chosen = choose("How much faster?", cands, np.array([0.5, 0.1, 0.1, 0.9]), neighbour=_neighbour(cands),
-                    add_above=0.6)
-    assert [c.ordinal for c in chosen] == [0]
-
-
-def test_a_sentence_speaking_of_such_a_thing_comes_with_the_sentence_naming_it() -> None:
-    cands = _cands([(PROSE, "Recently, we proposed a novel Pyramid-Residual MoE model architecture."),
-                    (PROSE, "To create such an MoE model, pass num_experts as a list and set the use_residual flag."),
-                    (PROSE, "Algorithm 3 uses such a model to plan the schedule of every expert."),
-                    (PROSE, "DeepSpeed MoE needs PyTorch 1.8 or newer to run any of the examples.")])
-    chosen = choose("How do I build a Pyramid-Residual MoE?", cands, np.array([0.2, 0.9, 0.1, 0.3]),
-                    neighbour=_neighbour(cands), add_above=0.5)
-    assert [c.ordinal for c in chosen] == [0, 1]
+    (_FUSION, [0.5, 0.1, 0.1, 0.9], 0.6, [0]),
+    (_PR_MOE, [0.2, 0.9, 0.1, 0.3], 0.5, [0, 1]),  # "such an MoE model": the one the sentence before names
     # about an algorithm no quote shows: the sentence before would not make it read, so it is not quoted
-    chosen = choose("Which model does Algorithm 3 use?", cands, np.array([0.3, 0.1, 0.9, 0.2]),
-                    neighbour=_neighbour(cands), add_above=0.15)
-    assert [c.ordinal for c in chosen] == [0, 3]
+    (_PR_MOE, [0.3, 0.1, 0.9, 0.2], 0.15, [0, 3]),
+])
+def test_a_sentence_leaning_back_comes_after_its_predecessor_or_not_at_all(
+        texts: list[tuple[str, str]], scores: list[float], add_above: float, expected: list[int]) -> None:
+    cands = _cands(texts)
+    chosen = choose("What is it?", cands, np.array(scores), neighbour=_neighbour(cands), add_above=add_above)
+    assert [c.ordinal for c in chosen] == expected
 
 
 def test_with_diversity_the_next_sentence_says_something_the_answer_has_not_said() -> None:
