@@ -193,17 +193,14 @@ def bm25(token_lists: Sequence[Sequence[str]], weights: dict[str, float]) -> np.
 
 #: "Such a scheme ...", "the above", "the latter": needs the text that came before, which the sentence before
 #: may carry.
-_REFERS_BACK = (r"^(?:\w+\s+){0,4}(?:such (?:a|an)\b|such\s+\w+s\b)|\b(?:the above|aforementioned|"
-                r"the former|the latter|as mentioned|as discussed|as shown above|"
-                r"as (?:noted|described|explained|seen|stated) (?:earlier|above|before|previously))\b")
+_REFERS_BACK = re.compile(r"^(?:\w+\s+){0,4}(?:such (?:a|an)\b|such\s+\w+s\b)|\b(?:the above|aforementioned|"
+                          r"the former|the latter|as mentioned|as discussed|as shown above|"
+                          r"as (?:noted|described|explained|seen|stated) (?:earlier|above|before|previously))\b", re.I)
 #: "the figure below", "Algorithm 3 uses ...": needs what no quote shows. A sentence opening with "Table 4 shows
 #: that ..." states its finding and stays; one about an algorithm, equation or listing it does not show does not.
-_UNSHOWN = (r"\b(?:(?:following|next) (?:figure|diagram|image|picture|screenshot)|"
-            r"(?:figure|diagram|image|picture|screenshot) (?:below|above))\b|"
-            r"^(?:Algorithm|Equation|Eq\.|Listing)\s*\d+\b")
-_DANGLING = re.compile(f"{_REFERS_BACK}|{_UNSHOWN}", re.I)
-_BACK_ONLY = re.compile(_REFERS_BACK, re.I)
-_UNSHOWN_ONLY = re.compile(_UNSHOWN, re.I)
+_UNSHOWN = re.compile(r"\b(?:(?:following|next) (?:figure|diagram|image|picture|screenshot)|"
+                      r"(?:figure|diagram|image|picture|screenshot) (?:below|above))\b|"
+                      r"^(?:Algorithm|Equation|Eq\.|Listing)\s*\d+\b", re.I)
 
 
 #: Openings that look like leaning back but do not: the document speaking of itself ("This repository
@@ -258,18 +255,36 @@ def refers_back(text: str) -> bool:
     if leans(text):
         return True
     rest = text[heading_end(text):]
-    return _BACK_ONLY.search(rest) is not None and _UNSHOWN_ONLY.search(rest) is None
+    return _REFERS_BACK.search(rest) is not None and _UNSHOWN.search(rest) is None
 
 
 def standalone(text: str) -> bool:
     """Does the sentence stand alone: no opening "This/It/They ...", no "such a ..." or "the above",
     not about "Algorithm 3" or "Figure 2" it does not show?"""
-    return not leans_hard(text) and _DANGLING.search(text[heading_end(text):]) is None
+    if leans_hard(text):
+        return False
+    rest = text[heading_end(text):]
+    return _REFERS_BACK.search(rest) is None and _UNSHOWN.search(rest) is None
 
 
 #: A figure legend or caption anywhere in the sentence ("... HybridParallelism.Figure14bshows").
 _LEGEND = re.compile(r"^(?:Figure|Fig\.?|Table)\s*\d+[a-z]?\s*[:.|]|\b(?:Figure|Fig\.?|Table)\s*\d+[a-z]?\s*[:|]\s+"
                      r"[A-Z]|[a-z.](?:Figure|Fig\.|Table)\s*\d|(?:Figure|Fig\.|Table)\d")
+
+
+def _section_then_sub(name: str) -> str:
+    """A section's number and title, then its first subsection's number, the two agreeing ("5 Experiments 5.1";
+    group ``name`` holds the section's number): one spelling for the headings cut off and those that make a
+    sentence furniture."""
+    return r"(?P<" + name + r">\d+)\.?\s+[A-Z](?:[\w-]*\s+){1,6}?(?P=" + name + r")\.\d+"
+
+
+def _numbered(name: str) -> str:
+    """A numbered heading opening a sentence ("5.2 ", or :func:`_section_then_sub` and more levels) up to its
+    title."""
+    return r"^(?:" + _section_then_sub(name) + r"|\d+\.\d+)(?:\.\d+)*\.?\s+"
+
+
 #: A heading glued before a sentence that can be cut off at a clear point: the match ends where the sentence
 #: proper begins, and :func:`heading_end` gives that offset.
 _CUT_HEADING = re.compile(
@@ -279,11 +294,9 @@ _CUT_HEADING = re.compile(
     r"^(?:\d+(?:\.\d+)*\.?|[IVX]+\.)\s+[A-Z][A-Z &-]{3,}\b(?=\s+[A-Z][a-z])|"
     # "5.2 Comparison to ZeRO-3 We compare ...": a numbered heading before the sentence, after its section's
     # own ("5 Experiments 5.1 Experiment Setup We evaluate ...")
-    r"^(?:(?P<sec>\d+)\.?\s+[A-Z](?:[\w-]*\s+){1,6}?(?P=sec)\.\d+|\d+\.\d+)(?:\.\d+)*\.?\s+[A-Z][\w-]*"
-    r"(?:\s+[\w-]+){0,6}?(?=\s+(?:We|In|This|The|Our|Here|To)\s)|"
+    + _numbered("sec") + r"[A-Z][\w-]*(?:\s+[\w-]+){0,6}?(?=\s+(?:We|In|This|The|Our|Here|To)\s)|"
     # "5.2 Pipeline Parallelism Pipeline parallelism divides ...": the heading said again
-    r"^(?:(?P<sec2>\d+)\.?\s+[A-Z](?:[\w-]*\s+){1,6}?(?P=sec2)\.\d+|\d+\.\d+)(?:\.\d+)*\.?\s+"
-    r"(?P<head>[A-Z][\w-]*)(?:\s+[A-Z][\w-]*){0,5}(?=\s+(?i:(?P=head))\s)|"
+    + _numbered("sec2") + r"(?P<head>[A-Z][\w-]*)(?:\s+[A-Z][\w-]*){0,5}(?=\s+(?i:(?P=head))\s)|"
     # "3D Parallelism Tutorial A generic tutorial on ...": a title, then the sentence
     r"^(?:[A-Z0-9][\w-]*\s+){1,5}[A-Z0-9][\w-]*(?=\s+(?:The|This|These|We|Our|An?(?!\s+(?:for|of|in|to|and|or|as|"
     r"is|was|at|on|with|by)\b))\s+[a-z])|"
@@ -299,7 +312,7 @@ _GLUED_HEADING = re.compile(r"^[\w.+-]{2,30}:\s+(?:[A-Z][\w-]*\s+){2,5}[A-Z][\w-
                             r"^\d+\.\d+\.\d+\.?\s+[A-Z]|"
                             # "2 Related Work 2.1 Data, Model and Pipeline Parallelism Parallelization is ...": a
                             # section's title, then its first subsection's
-                            r"^(\d+)\.?\s+[A-Z](?:[\w-]*\s+){1,6}?\1\.\d+\.?\s+[A-Z]")
+                            r"^" + _section_then_sub("sec3") + r"\.?\s+[A-Z]")
 #: "ABSTRACT We propose ...", "3 DESIGN In this section ...": a section title in capitals before a sentence,
 #: when the word is English (:func:`_caps_heading`); "NVIDIA Megatron Core is ..." opens with a name.
 _CAPS_LEAD = re.compile(r"^(?:\d+(?:\.\d+)*\.?\s+)?([A-Z][A-Z -]{4,})\s+[A-Z][a-z]")
