@@ -247,8 +247,8 @@ def gather(searcher, version, question: str, hits: Sequence[Hit], options, *,  #
     # rare terms ("hvd.broadcast_parameters") may be far from it by cosine, in a passage fusion ranked low
     worded: list[int] = []
     more = [r for r in lexical_rows if version.doc_of(r) in doc_rank][:LEXICAL_PASSAGES]
-    for r, c in version.chunks(more).items():
-        for p in version.sentence_places_in(version.doc_of(r), c.start, c.end):
+    for c in version.chunks(more).values():
+        for p in version.sentence_places_in(c.doc_id, c.start, c.end):
             places.setdefault(p.row, p)
             worded.append(p.row)
     worded = quotable(dict.fromkeys(worded))
