@@ -186,6 +186,7 @@ def test_the_shipped_selector_loads_and_round_trips(tmp_path) -> None:  # noqa: 
     again = load_selector(path)
     x = np.random.default_rng(0).normal(size=(4, len(FEATURES)))
     assert again.scores(x) == pytest.approx(sel.scores(x), abs=1e-5)
+    assert (again.diversity, again.max_words, again.read_on) == (sel.diversity, sel.max_words, sel.read_on)
 
 
 def test_weights_for_other_features_are_refused_with_a_clear_error(tmp_path) -> None:  # noqa: ANN001
@@ -193,6 +194,10 @@ def test_weights_for_other_features_are_refused_with_a_clear_error(tmp_path) -> 
     path = tmp_path / "old.json"
     path.write_text(json.dumps({**data, "features": data["features"][:-1]}), encoding="utf-8")
     with pytest.raises(SelectorModelError, match="other features"):
+        load_selector(path)
+    # weights fitted before the answer's settings included diversity: refit, not guess
+    path.write_text(json.dumps({k: v for k, v in data.items() if k != "diversity"}), encoding="utf-8")
+    with pytest.raises(SelectorModelError, match="malformed.*diversity"):
         load_selector(path)
     path.write_text("{not json", encoding="utf-8")
     with pytest.raises(SelectorModelError, match="cannot read"):
