@@ -29,6 +29,7 @@ from dmlqa.query.features import (
     leans,
     overlap,
     points_away,
+    refers_back,
     standalone,
     title_like,
 )
@@ -119,6 +120,14 @@ def test_standalone_sentences_carry_their_own_context() -> None:
     assert not standalone("As noted earlier, the ring uses the network well only for large tensors.")
     assert not standalone("The following figure gives an overview of the scheduler.")  # a figure no quote shows
     assert not standalone("The diagram below shows the ring of eight workers.")
+
+
+def test_the_latter_leans_back_only_when_the_sentence_names_no_pair_before_it() -> None:
+    assert not standalone("The latter halves the memory of activations.")
+    assert not standalone("The former only depends on the batch size, while the latter depends on the depth.")
+    # the pair is the sentence's own: it reads alone, and quoting it brings nothing before it
+    assert standalone("DDP and RPC are built on c10d, where the former uses collective communications.")
+    assert not refers_back("Activations or gradients are kept, of which the latter two are only used in training.")
 
 
 def test_headings_captions_legends_and_run_together_words_are_furniture() -> None:
@@ -433,6 +442,19 @@ def test_a_code_line_ranked_best_is_quoted_under_the_sentence_announcing_it() ->
     indexed = _cands([(PROSE, "Read the head node's address with:"), (SNIPPET, "address = ray.nodes()[1]")])
     assert choose("How do I read the head node's address?", indexed, np.array([0.2, 0.9]),
                   neighbour=_neighbour(indexed)) == []
+
+
+def test_a_code_line_capitalised_like_a_title_is_still_quoted_as_code() -> None:
+    cands = _cands([(PROSE, "The total number of GPUs is calculated as:"),
+                    (SNIPPET, "Total GPUs = TP × PP × CP × EP × DP"),
+                    (PROSE, "Context parallelism splits the sequence across GPUs.")])
+    assert title_like(cands[1].text)  # every word capitalised, no sentence end
+    chosen = choose("How is the number of GPUs computed?", cands, np.array([0.1, 0.9, 0.2]),
+                    neighbour=_neighbour(cands), add_above=0.5)
+    assert [c.ordinal for c in chosen] == [0, 1]
+    # the same words as a line of prose are a heading: not quoted for a question asking no name
+    heading = _cands([(PROSE, "Total GPUs Per Node And Cluster")])
+    assert choose("How is the number of GPUs computed?", heading, np.array([0.9]), neighbour=_neighbour(heading)) == []
 
 
 def test_the_same_sentence_from_a_second_copy_of_the_work_is_quoted_once() -> None:

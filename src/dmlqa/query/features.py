@@ -191,11 +191,15 @@ def bm25(token_lists: Sequence[Sequence[str]], weights: dict[str, float]) -> np.
 
 # -- reading --------------------------------------------------------------------------------------
 
-#: "Such a scheme ...", "the above", "the latter": needs the text that came before, which the sentence before
+#: "Such a scheme ...", "the above", "as mentioned": needs the text that came before, which the sentence before
 #: may carry.
 _REFERS_BACK = re.compile(r"^(?:\w+\s+){0,4}(?:such (?:a|an)\b|such\s+\w+s\b)|\b(?:the above|aforementioned|"
-                          r"the former|the latter|as mentioned|as discussed|as shown above|"
+                          r"as mentioned|as discussed|as shown above|"
                           r"as (?:noted|described|explained|seen|stated) (?:earlier|above|before|previously))\b", re.I)
+#: "The latter ..." needs the pair named before it, unless the sentence names the pair itself first ("DDP and RPC
+#: are built on c10d, where the former uses collective communications"): the first "former"/"latter" decides.
+_FORMER = re.compile(r"\bthe (?:former|latter)\b", re.I)
+_PAIR = re.compile(r"\b(?:and|or|nor|versus|vs)\b", re.I)
 #: "the figure below", "Algorithm 3 uses ...": needs what no quote shows. A sentence opening with "Table 4 shows
 #: that ..." states its finding and stays; one about an algorithm, equation or listing it does not show does not.
 _UNSHOWN = re.compile(r"\b(?:(?:following|next) (?:figure|diagram|image|picture|screenshot)|"
@@ -255,7 +259,7 @@ def refers_back(text: str) -> bool:
     if leans(text):
         return True
     rest = text[heading_end(text):]
-    return _REFERS_BACK.search(rest) is not None and _UNSHOWN.search(rest) is None
+    return _needs_before(rest) and _UNSHOWN.search(rest) is None
 
 
 def standalone(text: str) -> bool:
@@ -264,7 +268,16 @@ def standalone(text: str) -> bool:
     if leans_hard(text):
         return False
     rest = text[heading_end(text):]
-    return _REFERS_BACK.search(rest) is None and _UNSHOWN.search(rest) is None
+    return not _needs_before(rest) and _UNSHOWN.search(rest) is None
+
+
+def _needs_before(text: str) -> bool:
+    """Does the text speak of something named only before it: "such a scheme", "the above", a "the latter"
+    whose pair it does not name itself?"""
+    if _REFERS_BACK.search(text):
+        return True
+    former = _FORMER.search(text)
+    return former is not None and _PAIR.search(text, 0, former.start()) is None
 
 
 #: A figure legend or caption anywhere in the sentence ("... HybridParallelism.Figure14bshows").
