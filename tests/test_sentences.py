@@ -56,6 +56,45 @@ def test_pdf_lines_are_wraps_but_html_lines_are_paragraphs_and_list_items() -> N
 
 
 
+def test_list_items_flattened_into_a_line_are_split_and_quotable() -> None:
+    # a PDF's bullets after "as follows:" (one paragraph: PDF lines are wraps)
+    pdf = doc("The main contributions of this paper are as follows:\n• Blocked quantized weights (qwZ) reduce the "
+              "all-gather volume by 50%. • Hierarchical partitioning (hpZ) removes the inter-node all-gather.\n"
+              "• Quantized gradients (qgZ) cut the gradient traffic by 75%.", content_type="pdf")
+    assert roles(pdf) == [
+        (PROSE, "The main contributions of this paper are as follows:"),
+        (ITEM, "• Blocked quantized weights (qwZ) reduce the all-gather volume by 50%."),
+        (ITEM, "• Hierarchical partitioning (hpZ) removes the inter-node all-gather."),
+        (ITEM, "• Quantized gradients (qgZ) cut the gradient traffic by 75%.")]
+    # an HTML list flattened after a colon; a dash inside a sentence is no item
+    html = doc("ZeRO++ has three designs, namely qwZ, hpZ and qgZ: - qwZ applies block-based quantization to the "
+               "weights. - hpZ eliminates the inter-node all-gather of the backward pass. The big model - the one "
+               "with 175B parameters - trains faster.")
+    assert [r for r, _ in roles(html)] == [PROSE, ITEM, ITEM, PROSE]
+    assert roles(html)[2][1] == "- hpZ eliminates the inter-node all-gather of the backward pass."
+
+
+def test_a_list_item_too_long_to_quote_is_quoted_by_its_sentences() -> None:
+    rest = " ".join(f"Step {n} of the recovery restores the state of worker number {n} from memory." for n in range(7))
+    long_item = doc(f"- Periodically call state.commit() to back up your state in memory. {rest} If you commit "
+                    "once every 10 batches, you reduce the amount of copying by a factor of 10.")
+    ss = split_document(long_item)
+    assert len(ss) == 9 and all(s.role == ITEM for s in ss)
+    assert ss[-1].text == "If you commit once every 10 batches, you reduce the amount of copying by a factor of 10."
+    short = doc("- Periodically call state.commit() to back up your state. This guards against a failed worker.")
+    assert roles(short) == [(ITEM, short.blocks[0].text)]  # a short item stays whole
+
+
+def test_a_footnote_number_glued_to_a_stop_ends_the_sentence_and_is_dropped() -> None:
+    pdf = doc("We study whether the model learns the societal biases in its training data.8 Following previous "
+              "work, we use templates. Release 2.8 Followers were counted in the second study of the year.",
+              content_type="pdf")
+    assert [t for _, t in roles(pdf)] == [
+        "We study whether the model learns the societal biases in its training data.",
+        "Following previous work, we use templates.",
+        "Release 2.8 Followers were counted in the second study of the year."]
+
+
 def test_a_numbered_pdf_heading_on_its_own_line_is_split_from_the_sections_first_sentence() -> None:
     pdf = doc("3.2.2 Gradient Fusing\nThe idea of fusing is that collectives are faster\non large tensors. Fusing "
               "needs a buffer of 64 MB on every worker.\n4 EVALUATION\nWe run the benchmark on 8 GPUs of one "

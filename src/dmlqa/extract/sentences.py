@@ -60,30 +60,50 @@ class Sentence:
 #: opening bracket; not after common abbreviations or initials. Group 1 is the gap between two sentences:
 #: the stop is matched rather than looked behind for, so that the engine skips to the next ". ! ?" (a
 #: pattern opening with a lookbehind is tried at every character, three times slower).
-_BOUNDARY = re.compile(r"[.!?]([\"'”’)\]]*\s+)(?=[\"'“‘(\[]?[A-Z0-9])")
+#: A footnote's number glued to the stop ("... in its training data.8 Following previous work, ...", "(e.g.
+#: fan-in).6 As a remedy ...") is no part of either sentence (group ``note``); only after a letter or a bracket,
+#: so "version 2.8 Following" has no stop.
+_BOUNDARY = re.compile(r"[.!?](?P<note>(?<=[a-z)][.!?])[0-9]{1,2}(?=\s+[A-Z][a-z]))?"
+                       r"(?P<gap>[\"'”’)\]]*\s+)(?=[\"'“‘(\[]?[A-Z0-9])")
+#: Where a run of list items was flattened into one line, each item begins: a bullet in PDF text ("as follows:
+#: • Blocked quantized weights ... by 50%. • Hierarchical ..."), or a dash after a colon or a stop in HTML text
+#: (": - qwZ applies ... - hpZ eliminates ...", "training. - Usability - Users can ..."). Read as one sentence, the
+#: run was too long to quote, and each item's fact was lost.
+_INLINE_ITEM = re.compile(r"(?<=\S)\s+(?=[•▪●◦‣]\s+\S)|(?<=[.:!?])\s+(?=-\s+[A-Za-z])")
 _ABBREVIATIONS = ("e.g", "i.e", "et al", "etc", "vs", "cf", "Fig", "Figs", "Eq", "Eqs", "Sec", "Secs", "No", "Ref",
                   "Refs", "approx", "resp", "Dr", "Mr", "Ms", "Prof", "Inc", "Ltd", "Jr", "St", "al")
 _NO_END = re.compile(r"(?:\b(?:" + "|".join(a.replace(".", r"\.") for a in _ABBREVIATIONS) + r")|\b[A-Z])\.$")
 #: How a text that :data:`_NO_END` matches ends: one ``endswith`` rules out most stops without the regex.
 _NO_END_TAILS = tuple(f"{a}." for a in _ABBREVIATIONS) + tuple(f"{c}." for c in "ABCDEFGHIJKLMNOPQRSTUVWXYZ")
+_BULLETED = re.compile(r"[-•▪●◦‣]\s")  # an item :data:`_INLINE_ITEM` split from the text it was flattened into
 _ITEM_LINE = re.compile(r"^\s*(?:[-*•▪●◦‣]|\d{1,2}[.)]|[a-z][.)])\s+(?=\S)")
 _PDF_LIKE = ("pdf",)
 
 
 def _spans(text: str, base: int) -> Iterator[tuple[int, int]]:
-    """Sentence spans (absolute offsets) of one paragraph's text."""
-    start = 0
-    for m in _BOUNDARY.finditer(text):
-        stop = m.start(1)
+    """Sentence spans (absolute offsets) of one paragraph's text; a list item flattened into it
+    (:data:`_INLINE_ITEM`) starts a sentence of its own."""
+    at = 0
+    for cut in _INLINE_ITEM.finditer(text):
+        yield from _sentences(text, at, cut.start(), base)
+        at = cut.end()
+    yield from _sentences(text, at, len(text), base)
+
+
+def _sentences(text: str, start: int, end: int, base: int) -> Iterator[tuple[int, int]]:
+    """Sentence spans of ``text[start:end]`` (absolute offsets)."""
+    for m in _BOUNDARY.finditer(text, start, end):
+        stop = m.start() + 1
         # Only the tail can end in an abbreviation (the longest is 7 characters): looking at the whole
         # run since ``start`` made a paragraph of many "et al." quadratic (minutes for 200,000 chars).
         tail = text[max(start, stop - 16) : stop]
         if tail.endswith(_NO_END_TAILS) and _NO_END.search(tail):
             continue
-        yield base + start, base + stop + len(m.group(1).rstrip())  # closing quotes stay with it
+        # closing quotes stay with it; a footnote's number goes with neither sentence
+        yield base + start, base + stop + (0 if m.group("note") else len(m.group("gap").rstrip()))
         start = m.end()
-    if text[start:].strip():
-        yield base + start, base + len(text)
+    if text[start:end].strip():
+        yield base + start, base + end
 
 
 #: Small words a wrapped line of prose may stop on (articles, prepositions, conjunctions, copulas).
@@ -211,7 +231,8 @@ def split_document(doc: Document) -> list[Sentence]:
             continue
         for p_start, p_end, item in _paragraphs(block.text, pdf):
             para = block.text[p_start:p_end]
-            spans = [(p_start, p_end)] if item else list(_spans(para, p_start))
+            # a list item is quoted whole, but for one too long to quote: its sentences are quoted instead
+            spans = [(p_start, p_end)] if item and p_end - p_start <= MAX_CHARS else list(_spans(para, p_start))
             for s, e in spans:
                 raw = block.text[s:e]
                 text = " ".join(raw.split())
@@ -220,7 +241,7 @@ def split_document(doc: Document) -> list[Sentence]:
                 if refs and refs[0] <= offset + s < refs[1]:
                     role = REFERENCE
                 else:
-                    role = classify(text, ITEM if item else PROSE, title=doc.title)
+                    role = classify(text, ITEM if item or _BULLETED.match(text) else PROSE, title=doc.title)
                     if role not in (CAPTION, FURNITURE, REFERENCE) and _markdown_row(text):
                         role = ROW
                 out.append(Sentence(doc.doc_id, offset + s, offset + e, text, role, block.page, block.section))
