@@ -85,6 +85,18 @@ def test_a_list_item_too_long_to_quote_is_quoted_by_its_sentences() -> None:
     assert roles(short) == [(ITEM, short.blocks[0].text)]  # a short item stays whole
 
 
+def test_a_sentence_of_plain_words_naming_api_calls_is_prose_but_code_stays_code() -> None:
+    api = ("Each worker should load micro-batches of size engine.train_micro_batch_size_per_gpu() and will be "
+           "queried a total of engine.gradient_accumulation_steps() times per train_batch().")
+    assert classify(api) == PROSE
+    for code in ("model = torch.nn.parallel.DistributedDataParallel(model, device_ids=[rank]); loss.backward()",
+                 "config = dict(parallel=dict(tensor=dict(size=4, mode='1d')), fp16=dict(mode=None)).",
+                 "A B = sigmoid(A) C = sigmoid(B) E = Pooling(C) F = Pooling(B) G = E * F."):
+        assert classify(code) == CODE, code
+    # plain words but no sentence end: a comment or a line of code, not a sentence to quote
+    assert classify("we call engine.step() then engine.backward(loss) and engine.train_batch() in the loop") == CODE
+
+
 def test_a_footnote_number_glued_to_a_stop_ends_the_sentence_and_is_dropped() -> None:
     pdf = doc("We study whether the model learns the societal biases in its training data.8 Following previous "
               "work, we use templates. Release 2.8 Followers were counted in the second study of the year.",

@@ -75,6 +75,7 @@ _ABBREVIATIONS = ("e.g", "i.e", "et al", "etc", "vs", "cf", "Fig", "Figs", "Eq",
 _NO_END = re.compile(r"(?:\b(?:" + "|".join(a.replace(".", r"\.") for a in _ABBREVIATIONS) + r")|\b[A-Z])\.$")
 #: How a text that :data:`_NO_END` matches ends: one ``endswith`` rules out most stops without the regex.
 _NO_END_TAILS = tuple(f"{a}." for a in _ABBREVIATIONS) + tuple(f"{c}." for c in "ABCDEFGHIJKLMNOPQRSTUVWXYZ")
+_SENTENCE_END = re.compile(r"[.!?][\"'”’)\]]*$")
 _BULLETED = re.compile(r"[-•▪●◦‣]\s")  # an item :data:`_INLINE_ITEM` split from the text it was flattened into
 _ITEM_LINE = re.compile(r"^\s*(?:[-*•▪●◦‣]|\d{1,2}[.)]|[a-z][.)])\s+(?=\S)")
 _PDF_LIKE = ("pdf",)
@@ -484,6 +485,22 @@ def _count(pattern: re.Pattern[str], text: str, cap: int) -> int:
     return hits
 
 
+#: A plain lower-case word of prose ("the", "micro-batches", "gradients,").
+_PLAIN_WORD = re.compile(r"[a-z][a-z'-]*[,;:.]?")
+#: The share of plain words (:data:`_PLAIN_WORD`) a sentence holding code tokens needs to be read as prose.
+PROSE_WORDS = 0.65
+
+
+def _reads_as_prose(text: str, words: list[str]) -> bool:
+    """Is a sentence holding code tokens prose all the same: ended as a sentence, short enough to quote,
+    and mostly plain words? A docs page says how to call an API in such sentences ("Each worker should
+    load micro-batches of size engine.train_micro_batch_size_per_gpu() and will be queried a total of
+    engine.gradient_accumulation_steps() times per train_batch()."), a paper states a setting with symbols
+    ("we assume a model size of Ψ = 7.5B and DP of Nd = 64"); taken for code, neither could be quoted."""
+    return (len(words) >= 8 and len(text) <= MAX_CHARS and _SENTENCE_END.search(text) is not None
+            and sum(_PLAIN_WORD.fullmatch(w) is not None for w in words) >= PROSE_WORDS * len(words))
+
+
 def _code_tokens(text: str, cap: int) -> int:
     """How many :data:`_CODE_TOKENS` ``text`` holds, up to ``cap``."""
     if not _holds(text, _CODE_NEEDLES) and not ("(" in text and _CALL.search(text)):
@@ -522,7 +539,7 @@ def classify(text: str, role: str = PROSE, *, title: str = "") -> str:
         return CODE  # a directory tree drawn with box characters ("│ ├── distributed/"), a markdown code fence
     code_hits = _code_tokens(text, 3)
     letters = _letters(text)
-    if code_hits >= 3 or (code_hits and letters < 0.6 * n) or letters < 0.5 * n:
+    if (code_hits >= 3 or (code_hits and letters < 0.6 * n) or letters < 0.5 * n) and not _reads_as_prose(text, words):
         return CODE
     if role == ITEM:
         return ITEM if n >= 12 and len(words) >= 2 else HEADING
