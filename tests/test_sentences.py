@@ -466,6 +466,20 @@ def test_a_short_run_of_command_lines_after_a_sentence_shows_it() -> None:
     assert "[1]\n```\n--expert-parallel-size 8 # eight-way\n--fused-expert-kernels # faster expert matmuls\n```" in body
 
 
+def test_a_tool_name_a_short_command_and_the_following_are_announced_code() -> None:
+    d = doc("We encourage users to install from PyPI in most cases.\npip install deepspeed\nAfter installation, "
+            "you can validate your install via the DeepSpeed environment report.\nds_report\nIf you would like to "
+            "pre-install the extensions, please see the advanced guide.")
+    assert [(r, t) for r, t in roles(d) if r == SNIPPET] == [(SNIPPET, "pip install deepspeed"), (SNIPPET, "ds_report")]
+    # a command shorter than a sentence is code under a colon, not furniture
+    d = doc("Either of these would work to launch on devices 0 and 1 of the current node:\n"
+            "deepspeed --include localhost:0,1 ...\nCUDA_VISIBLE_DEVICES=0,1 deepspeed ...")
+    assert [r for r, _ in roles(d)] == [PROSE, SNIPPET, SNIPPET]
+    d = doc("Timing can be enabled by setting the following in the configuration file.\n--wall-clock-breakdown true\n"
+            "Copyright 2024 The Authors")
+    assert [r for r, _ in roles(d)][:2] == [PROSE, SNIPPET] and roles(d)[2][0] != SNIPPET
+
+
 def test_a_pdf_tables_row_reads_alone_with_each_value_under_its_header() -> None:
     """A PDF table's row names its table and columns ("Table 2: Scheme · GPUs — PTD-P · 384"): the answer
     quotes it alone, not after the table's first row as a header (that row is a row of figures too)."""

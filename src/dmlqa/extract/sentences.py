@@ -75,6 +75,7 @@ _ABBREVIATIONS = ("e.g", "i.e", "et al", "etc", "vs", "cf", "Fig", "Figs", "Eq",
 _NO_END = re.compile(r"(?:\b(?:" + "|".join(a.replace(".", r"\.") for a in _ABBREVIATIONS) + r")|\b[A-Z])\.$")
 #: How a text that :data:`_NO_END` matches ends: one ``endswith`` rules out most stops without the regex.
 _NO_END_TAILS = tuple(f"{a}." for a in _ABBREVIATIONS) + tuple(f"{c}." for c in "ABCDEFGHIJKLMNOPQRSTUVWXYZ")
+_FOLLOWING = re.compile(r"\b(?:the following|as follows)\b")
 _SENTENCE_END = re.compile(r"[.!?][\"'”’)\]]*$")
 _BULLETED = re.compile(r"[-•▪●◦‣]\s")  # an item :data:`_INLINE_ITEM` split from the text it was flattened into
 _ITEM_LINE = re.compile(r"^\s*(?:[-*•▪●◦‣]|\d{1,2}[.)]|[a-z][.)])\s+(?=\S)")
@@ -343,7 +344,11 @@ def _code_like(line: str) -> bool:
 
 
 #: A command line: a flag (``--num-experts 64``), a shell prompt, or a program given flags.
-_COMMAND_LINE = re.compile(r"^(?:\$\s+\S|--?[a-zA-Z][\w-]*(?:[\s=]|$)|[\w./-]+\s+(?:\S+\s+)*--[a-z][\w-]*)")
+#: Also a common program and its arguments ("pip install deepspeed"), or one lower-case tool name of its own
+#: ("ds_report", "nvidia-smi").
+_COMMAND_LINE = re.compile(r"^(?:\$\s+\S|--?[a-zA-Z][\w-]*(?:[\s=]|$)|[\w./-]+\s+(?:\S+\s+)*--[a-z][\w-]*|"
+                           r"(?:pip3?|python3?|torchrun|deepspeed|horovodrun|mpirun|ray|git|conda|docker|kubectl|"
+                           r"helm|export|srun|accelerate|bash)\s+\S|[a-z][\w.-]*[_.-][\w.-]*$)")
 
 
 def _announces(sentences: list[Sentence], i: int) -> int:
@@ -357,8 +362,8 @@ def _announces(sentences: list[Sentence], i: int) -> int:
     s = sentences[i]
     if s.role not in (PROSE, ITEM):
         return 0
-    if s.text.endswith(":"):
-        return SNIPPET_LINES
+    if s.text.endswith(":") or _FOLLOWING.search(s.text):
+        return SNIPPET_LINES  # "... by setting the following in the config file."
     if _COMMENT.match(s.text):
         return 1
     run = 0
@@ -386,8 +391,9 @@ def _announced_snippets(sentences: list[Sentence]) -> list[Sentence]:
             first += 1  # a fenced block's opening line ("```bash"): the code is under it
         for j in range(first, min(first + n, len(out))):
             nxt = out[j]
-            if nxt.role not in (CODE, HEADING) or nxt.page != s.page or not _snippet_line(nxt.text) or \
-                    nxt.role == HEADING and not _code_like(nxt.text):
+            # a command too short for a sentence is furniture by length ("deepspeed --include localhost:0,1 ...")
+            if nxt.role not in (CODE, HEADING, FURNITURE) or nxt.page != s.page or not _snippet_line(nxt.text) or \
+                    nxt.role != CODE and not _code_like(nxt.text):
                 break
             out[j] = Sentence(nxt.doc_id, nxt.start, nxt.end, nxt.text, SNIPPET, nxt.page, nxt.section)
     return out
