@@ -365,10 +365,11 @@ def main() -> None:
     files = sorted(glob.glob(args.questions))
     if any(Path(f).name == "dev.jsonl" for f in files):
         sys.exit("dev.jsonl is for validation only: the selector is never fitted on it")
-    questions = [json.loads(line) for f in files for line in Path(f).read_text(encoding="utf-8").splitlines()
-                 if line.strip()]
+    sourced = [(Path(f).name, json.loads(line)) for f in files
+               for line in Path(f).read_text(encoding="utf-8").splitlines() if line.strip()]
     if args.limit:
-        questions = questions[:: max(1, len(questions) // args.limit)][: args.limit]
+        sourced = sourced[:: max(1, len(sourced) // args.limit)][: args.limit]
+    questions = [q for _, q in sourced]
     kb = KnowledgeBase(args.home)
     items = collect(kb, questions, args.cache)
 
@@ -442,6 +443,12 @@ def main() -> None:
         "key_term_stated_by_fold": [evaluate([items[i] for i in test], [oof[i] for i in test], add_above, refuse_below,
                                              max_words, read_on, topic_cut, diversity)["key_term_stated"]
                                     for _, test in folds],
+        # each file's questions alone (files written later ask other things: facts deep in a paper's body)
+        "key_term_stated_by_file": {name: evaluate(
+            [items[i] for i, (f, _) in enumerate(sourced) if f == name], [oof[i] for i, (f, _) in enumerate(sourced)
+                                                                         if f == name],
+            add_above, refuse_below, max_words, read_on, topic_cut, diversity)["key_term_stated"]
+            for name in dict.fromkeys(f for f, q in sourced if q.get("answerable", True))},
         "validation": {"file": args.validate.name, **validation} if validation else None,
         "cross_validation_by_add_above_max_words_read_on_diversity": {" ".join(map(str, k)): v
                                                                       for k, v in grid.items()},
