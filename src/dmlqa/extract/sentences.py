@@ -57,7 +57,7 @@ class Sentence:
 # -- splitting ---------------------------------------------------------------------------------------
 
 #: A sentence ends at . ! ? (plus closing quotes/brackets) followed by space and a capital, digit or
-#: opening bracket; not after common abbreviations or initials. Group 1 is the gap between two sentences:
+#: opening bracket; not after common abbreviations or initials. Group ``gap`` is the gap between two sentences:
 #: the stop is matched rather than looked behind for, so that the engine skips to the next ". ! ?" (a
 #: pattern opening with a lookbehind is tried at every character, three times slower).
 #: A footnote's number glued to the stop ("... in its training data.8 Following previous work, ...", "(e.g.
@@ -502,7 +502,8 @@ def _reads_as_prose(text: str, words: list[str]) -> bool:
     and mostly plain words? A docs page says how to call an API in such sentences ("Each worker should
     load micro-batches of size engine.train_micro_batch_size_per_gpu() and will be queried a total of
     engine.gradient_accumulation_steps() times per train_batch()."), a paper states a setting with symbols
-    ("we assume a model size of Ψ = 7.5B and DP of Nd = 64"); taken for code, neither could be quoted."""
+    ("With a batch size of b = 512, ... the total memory required to store the KV cache is 1.2 TB"); taken for
+    code, neither could be quoted."""
     return (len(words) >= 8 and len(text) <= MAX_CHARS and _SENTENCE_END.search(text) is not None
             and sum(_PLAIN_WORD.fullmatch(w) is not None for w in words) >= PROSE_WORDS * len(words))
 
