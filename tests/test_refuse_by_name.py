@@ -59,6 +59,10 @@ PASSAGES = {
     "https://example.org/shared-clusters": ("Shared clusters", [
         "Many labs share one grid of GPU machines.",
     ]),
+    "https://pytorch.org/docs/ddp": ("Distributed Data Parallel", [
+        "As of v1.5, PyTorch buckets gradients in DDP; the PyTorch v1.5 design notes explain why.",
+        "Ray integrates with Dask and Modin for data processing.",
+    ]),
     "https://papers.nips.cc/paper/4687": ("Large Scale Distributed Deep Networks", [
         "Jeffrey Dean, Greg Corrado and Rajat Monga describe Downpour SGD and Sandblaster L-BFGS.",
     ]),
@@ -118,6 +122,11 @@ FIELD = frozenset({"parallelism", "strategies", "shards", "shard", "checkpointin
     ("Which flavour of sequence parallelism do swarms of small devices carve memory into?", []),
     # a hyperparameter's symbol spelt out is no name, a versioned project is
     ("Which Adam beta2 and epsilon does fairseq2 use?", ["Adam", "fairseq2"]),
+    # a release after a name is part of it; a count of things is not
+    ("What's new for elastic training in Horovod 1.0?", ["Horovod 1.0"]),
+    ("What did Megatron-LM v5 add, and how does DeepSpeed-Ulysses 2 change the all-to-all?",
+     ["Megatron-LM v5", "DeepSpeed-Ulysses 2"]),
+    ("Can Ray 2 nodes train it, and does Horovod 3 workers scale?", ["Ray", "Horovod"]),
     # a rare English word written capitalised mid-sentence may still name something ("Spotty Docker")
     ("How do I run my scripts inside the Spotty Docker container?", ["Spotty Docker"]),
 ])
@@ -144,6 +153,8 @@ def test_a_word_common_in_the_index_is_a_concept_not_a_name() -> None:
     "how does deepspeed-ulysses split the sequence?",
     "What does ZeRO-3 shard compared with ZeRO-1?",
     "Is Megatron-style tensor parallelism used in FlexFlow?",  # a name with an English word hyphenated on
+    # a release the index writes beside the name ("PyTorch v1.5" for "PyTorch DDP v1.5")
+    "What bucketing order does PyTorch DDP v1.5 use?",
     "How do the Ray head node and its workers split tasks?",
     # a common word the passage writes as a name ("enter Recovery mode"), beside a name it holds
     "What command enables RDMA from macOS Recovery mode?",
@@ -166,6 +177,11 @@ def test_names_the_index_holds_are_not_refused(version: IndexVersion, question: 
     # "Grid Labs" names a repository, but FlexFlow is in another document's text, never in its own
     ("Who maintains the Grid Labs FlexFlow templates?", "Grid Labs FlexFlow"),
     ('How is "Mooncake Store" deployed?', "Mooncake Store"),
+    # a release no document writes beside the name, though both occur
+    ("What changed in PyTorch DDP v2.3?", "PyTorch DDP v2.3"),
+    ("What's new in Megatron-LM 1.0?", "Megatron-LM 1.0"),
+    # "dask" occurs and "ml" is an abbreviation, not English hyphenated on: "dask-ml" is a name of its own
+    ("Can dask-ml process the data on Ray?", "dask-ml"),
 ])
 def test_names_no_document_mentions_are_refused(version: IndexVersion, question: str, missing: str) -> None:
     assert names(version, question) == [missing]
@@ -205,9 +221,9 @@ def test_a_name_in_a_title_or_address_is_found_without_reading_every_document(ve
 
 
 def test_a_sentence_end_is_no_hyphen(version: IndexVersion) -> None:
-    """"… Ulysses.\n3 The next …" is not a mention of "Ulysses-3"."""
-    assert names(version, "What is new in Ulysses 3?") == []  # "Ulysses" is known; "3" alone is no name
+    """"… Ulysses.\n3 The next …" is not a mention of "Ulysses-3", nor of its release "Ulysses 3"."""
     assert names(version, "What is new in Ulysses-3?") == ["Ulysses-3"]
+    assert names(version, "What is new in Ulysses 3?") == ["Ulysses 3"]  # "Ulysses" is known, its release 3 not
 
 
 # -- through the front door: both answerers refuse alike ----------------------------------------------

@@ -181,6 +181,23 @@ def _part_is_name(part: str, concept: Callable[[str], bool]) -> bool:
     return not (common_word(low) or concept(low))
 
 
+#: A release written after a name: "1.0", "3.1.2", "v5", "v0.7"; or a lone digit ("DeepSpeed-Ulysses 2").
+_VERSION = re.compile(r"v?\d{1,3}(?:\.\d{1,3}){1,2}|v\d{1,3}(?:\.\d{1,3})?|\d")
+
+
+def _version_of(question: str, words: Sequence[_Word], j: int) -> bool:
+    """Is ``words[j]`` a release of the name just before it: a version (:data:`_VERSION`) after one space,
+    a lone digit only where no count of things follows ("DeepSpeed-Ulysses 2 change ...", not "Ray 2 nodes")?"""
+    w = words[j]
+    if question[words[j - 1].end : w.start] != " " or not _VERSION.fullmatch(w.text):
+        return False
+    if w.text.isdigit():
+        after = question[w.end :].lstrip()
+        nxt = words[j + 1].text if j + 1 < len(words) else ""
+        return not after or after[0] in "?.,;:)!" or (after.startswith(nxt) and nxt.islower() and not nxt.endswith("s"))
+    return True
+
+
 def candidate_names(question: str, concept: Callable[[str], bool] = lambda word: False) -> list[str]:
     """The names a question uses, as written: runs of name-like words (see the module's docstring)
     and quoted strings; a run of joiners alone ("GPU", "2-bit") is none.
@@ -207,6 +224,8 @@ def candidate_names(question: str, concept: Callable[[str], bool] = lambda word:
                and question[words[j - 1].end : words[j].start].strip() == ""):
             j += 1
         if any(k in ("name", "alone") for k in kinds[i:j]):
+            if kinds[j - 1] != "alone" and j < len(words) and _version_of(question, words, j):
+                j += 1  # "Horovod 1.0", "Megatron-LM v5": a release the index may not know, though it knows the name
             out.append(question[words[i].start : words[j - 1].end])
         i = j
     out += [inner for _, _, inner in quoted]
@@ -371,6 +390,9 @@ def _mentioned(evidence: _Evidence, name: str) -> bool:
     of several words, a name of its own, an acronym: "Colossal-AI" + "Torch FSDP")?"""
     version = evidence.version
     words = [w for w in name.split() if w]
+    if len(words) > 1 and _VERSION.fullmatch(words[-1]) and not words[-1].isdigit():
+        # "PyTorch DDP v1.5": the name, and its release in a passage that speaks of it ("PyTorch v1.5")
+        return _mentioned(evidence, " ".join(words[:-1])) and _release_met(evidence, words[:-1], words[-1])
 
     def word_known(w: str) -> bool:
         if not tokenize(w):
@@ -379,7 +401,9 @@ def _mentioned(evidence: _Evidence, name: str) -> bool:
             return True
         # "Megatron-style", "GPT-3-sized": a known name with an English word hyphenated on
         head, _, tail = w.rpartition("-")
-        return bool(head) and tail.islower() and english_word(tail, limit=1 << 30) and word_known(head)
+        # (a word, not an abbreviation: the "ml" of "dask-ml" is no English made of "dask")
+        return bool(head) and len(tail) >= 4 and tail.islower() and english_word(tail, limit=1 << 30) and \
+            word_known(head)
 
     if not all(word_known(w) for w in words):
         return False
@@ -408,14 +432,29 @@ def _mentioned(evidence: _Evidence, name: str) -> bool:
             piece = words[start:end]
             if len(piece) == 1:
                 # a version or quantity beside it ("2-bit Adam") makes the run a variant, which the
-                # word's use elsewhere does not mention
-                ok = _stands_alone(piece[0]) or (not variant and named_there(piece[0]))
+                # word's use elsewhere does not mention; a release ("1.0" of "Horovod 1.0") is nothing alone
+                ok = not _VERSION.fullmatch(piece[0]) and (
+                    _stands_alone(piece[0]) or (not variant and named_there(piece[0])))
             else:
                 ok = len(piece) < len(words) and evidence.phrase_found(" ".join(piece))
             if ok:
                 reach[end] = True
                 break
     return reach[-1]
+
+
+#: How far after a word of the name its release may be written ("PyTorch v1.5" for "PyTorch DDP v1.5").
+RELEASE_GAP = 24
+
+
+def _release_met(evidence: _Evidence, words: list[str], release: str) -> bool:
+    """Does a passage holding the name's words write the release ("1.5" or "v1.5") just after one of them?"""
+    number = re.escape(release.lstrip("v"))
+    named = "|".join(re.escape(w) for w in words if tokenize(w))
+    pattern = re.compile(rf"(?:{named})[^.\n]{{0,{RELEASE_GAP}}}?(?<![\w.])v?{number}(?![\w]|\.\d)", re.I)
+    rows = _rows_with(evidence.version, tokenize(" ".join(words)), every=True)
+    return any(pattern.search(t) for b in range(0, len(rows), BATCH_ROWS)
+               for _, t in _texts(evidence.version, rows[b : b + BATCH_ROWS]))
 
 
 def _meets_in_address(evidence: _Evidence, words: list[str]) -> bool:
