@@ -135,10 +135,17 @@ def test_candidate_names(question: str, expected: list[str]) -> None:
 
 
 def test_a_word_common_in_the_index_is_a_concept_not_a_name() -> None:
-    """"checkpointing" is rare English but the field's vocabulary: only the index can tell."""
-    question = "How does Megatron-LM checkpointing work?"
-    assert candidate_names(question) == ["Megatron-LM", "checkpointing"]
-    assert candidate_names(question, lambda w: w == "checkpointing") == ["Megatron-LM"]
+    """"allreduce" is in no dictionary but the field's vocabulary: only the index can tell."""
+    question = "How does Megatron-LM allreduce work?"
+    assert candidate_names(question) == ["Megatron-LM", "allreduce"]
+    assert candidate_names(question, lambda w: w == "allreduce") == ["Megatron-LM"]
+
+
+@pytest.mark.parametrize("word", ["homepage", "codebase", "dataflow", "checkpointing"])
+def test_two_frequent_words_written_as_one_are_english_but_a_rarer_part_makes_a_name(word: str) -> None:
+    assert candidate_names(f"Where is the {word} of Megatron-LM?") == ["Megatron-LM"]
+    for name in ("hivemind", "torchtitan", "skypilot"):  # "hive", "titan" are rarer; "sky" is too short a part
+        assert candidate_names(f"Where is the {name} of Megatron-LM?") == [name, "Megatron-LM"]
 
 
 # -- mentioned or not ---------------------------------------------------------------------------------
@@ -153,6 +160,7 @@ def test_a_word_common_in_the_index_is_a_concept_not_a_name() -> None:
     "how does deepspeed-ulysses split the sequence?",
     "What does ZeRO-3 shard compared with ZeRO-1?",
     "Is Megatron-style tensor parallelism used in FlexFlow?",  # a name with an English word hyphenated on
+    "Can a non-FlexFlow model use Megatron-LM?",  # an English prefix hyphened onto a name
     # a release the index writes beside the name ("PyTorch v1.5" for "PyTorch DDP v1.5")
     "What bucketing order does PyTorch DDP v1.5 use?",
     "How do the Ray head node and its workers split tasks?",

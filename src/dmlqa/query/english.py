@@ -25,6 +25,8 @@ from pathlib import Path
 #: 15,000th id is around "texture", "devised", "incoming"). Checked on bench/train's answerable
 #: questions: every English word they use that the snapshot never does ("grabbing", "ramp") ranks below.
 COMMON_RANK = 15_000
+#: The shortest part of a compound of two frequent words (:func:`_compound`): "sky" + "pilot" is a name.
+COMPOUND_PART = 4
 _PREFIXES = ("re", "pre", "un", "non", "co", "de", "dis", "mis", "over", "under", "sub", "multi", "inter", "out")
 _SUFFIXES = ("s", "es", "ed", "d", "ing", "er", "ers", "est", "ly", "ise", "ize", "ised", "ized", "ation", "able")
 #: Second halves of English compounds that are no names: walkthrough, rollout, warmup, tradeoff.
@@ -82,4 +84,15 @@ def _folded(word: str, whole: Callable[[str], bool]) -> bool:
         return True
     if any(word.startswith(p) and len(word) - len(p) >= 3 and inflected(word[len(p):]) for p in _PREFIXES):
         return True  # rerun, prebuilt
-    return any(word.endswith(p) and known(word[: -len(p)]) for p in _PARTICLES if len(word) - len(p) >= 3)
+    if any(word.endswith(p) and known(word[: -len(p)]) for p in _PARTICLES if len(word) - len(p) >= 3):
+        return True
+    return _compound(word)
+
+
+def _compound(word: str) -> bool:
+    """Two frequent words of four letters or more written as one ("homepage", "codebase", "dataflow"): newer
+    than the dictionary, English all the same. A product so made of a rarer word ("hivemind", "torchtitan")
+    stays a name."""
+    ranks = english_ranks()
+    return any(ranks.get(word[:i], COMMON_RANK) < COMMON_RANK and ranks.get(word[i:], COMMON_RANK) < COMMON_RANK
+               for i in range(COMPOUND_PART, len(word) - COMPOUND_PART + 1))

@@ -181,6 +181,8 @@ def _part_is_name(part: str, concept: Callable[[str], bool]) -> bool:
     return not (common_word(low) or concept(low))
 
 
+#: Prefixes a user hyphens onto a name: a "non-Module" object is one that is not a Module.
+_NAME_PREFIXES = frozenset({"non", "pre", "post", "multi", "sub", "co", "anti", "cross", "semi", "self", "un", "re"})
 #: A release written after a name: "1.0", "3.1.2", "v5", "v0.7"; or a lone digit ("DeepSpeed-Ulysses 2").
 _VERSION = re.compile(r"v?\d{1,3}(?:\.\d{1,3}){1,2}|v\d{1,3}(?:\.\d{1,3})?|\d")
 
@@ -276,7 +278,8 @@ def _phrase(name: str) -> re.Pattern[str]:
     """The name as a pattern that allows other spacing, hyphens or dots between its parts, and a plural."""
     pieces = [re.escape(p) for p in _PIECE.findall(name)]
     # one separator at most, and never a sentence's end: "FlashAttention.\n3 Unified …" is no "FlashAttention-3"
-    sep = r"(?:[\-_/]\s?|\.(?=\S)|\s)?"
+    # (a bracket beside a hyphen, a plus: "Mooncake-[3P+1D]" is "Mooncake 3P+1D")
+    sep = r"(?:[\-_/+]?[\[(]?\s?|\.(?=\S)|\s)?"
     return re.compile(r"(?<![A-Za-z0-9])" + sep.join(pieces) + r"(?:e?s)?(?![A-Za-z0-9])", re.IGNORECASE)
 
 
@@ -390,7 +393,7 @@ def _mentioned(evidence: _Evidence, name: str) -> bool:
     of several words, a name of its own, an acronym: "Colossal-AI" + "Torch FSDP")?"""
     version = evidence.version
     words = [w for w in name.split() if w]
-    if len(words) > 1 and _VERSION.fullmatch(words[-1]) and not words[-1].isdigit():
+    if len(words) > 1 and _VERSION.fullmatch(words[-1]):
         # "PyTorch DDP v1.5": the name, and its release in a passage that speaks of it ("PyTorch v1.5")
         return _mentioned(evidence, " ".join(words[:-1])) and _release_met(evidence, words[:-1], words[-1])
 
@@ -402,8 +405,11 @@ def _mentioned(evidence: _Evidence, name: str) -> bool:
         # "Megatron-style", "GPT-3-sized": a known name with an English word hyphenated on
         head, _, tail = w.rpartition("-")
         # (a word, not an abbreviation: the "ml" of "dask-ml" is no English made of "dask")
-        return bool(head) and len(tail) >= 4 and tail.islower() and english_word(tail, limit=1 << 30) and \
-            word_known(head)
+        if head and len(tail) >= 4 and tail.islower() and english_word(tail, limit=1 << 30) and word_known(head):
+            return True
+        # "non-Module", "multi-Megatron": an English prefix before a known name
+        prefix, _, rest = w.partition("-")
+        return prefix.lower() in _NAME_PREFIXES and bool(rest) and word_known(rest)
 
     if not all(word_known(w) for w in words):
         return False
