@@ -362,7 +362,9 @@ def main() -> None:
     ap.add_argument("--cache", type=Path, help="keep the gathered candidates here, and reuse them when they match")
     ap.add_argument("--validate", type=Path, help="a validation set (dev.jsonl) scored beside the cross-validation")
     args = ap.parse_args()
-    files = sorted(glob.glob(args.questions))
+    # in the files' numbered order: questions-10 after questions-9
+    files = sorted(glob.glob(args.questions),
+                   key=lambda f: [int(t) if t.isdigit() else t for t in re.split(r"(\d+)", f)])
     if any(Path(f).name == "dev.jsonl" for f in files):
         sys.exit("dev.jsonl is for validation only: the selector is never fitted on it")
     sourced = [(Path(f).name, json.loads(line)) for f in files
