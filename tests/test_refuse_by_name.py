@@ -62,6 +62,7 @@ PASSAGES = {
     "https://pytorch.org/docs/ddp": ("Distributed Data Parallel", [
         "As of v1.5, PyTorch buckets gradients in DDP; the PyTorch v1.5 design notes explain why.",
         "Ray integrates with Dask and Modin for data processing.",
+        "Run horovodrun with Intel(R) MPI and pass MCA parameters.",
     ]),
     "https://papers.nips.cc/paper/4687": ("Large Scale Distributed Deep Networks", [
         "Jeffrey Dean, Greg Corrado and Rajat Monga describe Downpour SGD and Sandblaster L-BFGS.",
@@ -163,6 +164,7 @@ def test_two_frequent_words_written_as_one_are_english_but_a_rarer_part_makes_a_
     "Can a non-FlexFlow model use Megatron-LM?",  # an English prefix hyphened onto a name
     # a release the index writes beside the name ("PyTorch v1.5" for "PyTorch DDP v1.5")
     "What bucketing order does PyTorch DDP v1.5 use?",
+    "Does Intel MPI pass MCA parameters through horovodrun?",  # the passage writes "Intel(R) MPI"
     "How do the Ray head node and its workers split tasks?",
     # a common word the passage writes as a name ("enter Recovery mode"), beside a name it holds
     "What command enables RDMA from macOS Recovery mode?",

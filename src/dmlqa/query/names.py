@@ -278,8 +278,8 @@ def _phrase(name: str) -> re.Pattern[str]:
     """The name as a pattern that allows other spacing, hyphens or dots between its parts, and a plural."""
     pieces = [re.escape(p) for p in _PIECE.findall(name)]
     # one separator at most, and never a sentence's end: "FlashAttention.\n3 Unified …" is no "FlashAttention-3"
-    # (a bracket beside a hyphen, a plus: "Mooncake-[3P+1D]" is "Mooncake 3P+1D")
-    sep = r"(?:[\-_/+]?[\[(]?\s?|\.(?=\S)|\s)?"
+    # (a bracket beside a hyphen, a plus, a trademark sign: "Mooncake-[3P+1D]", "Intel(R) MPI")
+    sep = _MARK + r"(?:[\-_/+]?[\[(]?\s?|\.(?=\S)|\s)?"
     return re.compile(r"(?<![A-Za-z0-9])" + sep.join(pieces) + r"(?:e?s)?(?![A-Za-z0-9])", re.IGNORECASE)
 
 
@@ -449,15 +449,16 @@ def _mentioned(evidence: _Evidence, name: str) -> bool:
     return reach[-1]
 
 
-#: How far after a word of the name its release may be written ("PyTorch v1.5" for "PyTorch DDP v1.5").
-RELEASE_GAP = 24
+#: A trademark sign between a name and its release ("Intel(R) Gaudi(R) 2").
+_MARK = r"(?:\((?:R|TM)\)|[®™])?"
 
 
 def _release_met(evidence: _Evidence, words: list[str], release: str) -> bool:
-    """Does a passage holding the name's words write the release ("1.5" or "v1.5") just after one of them?"""
+    """Does a passage holding the name's words write the release ("1.5" or "v1.5") right after one of them
+    ("PyTorch v1.5" for "PyTorch DDP v1.5", "Gaudi(R) 2")? A "2" a few words on is a count or a citation."""
     number = re.escape(release.lstrip("v"))
     named = "|".join(re.escape(w) for w in words if tokenize(w))
-    pattern = re.compile(rf"(?:{named})[^.\n]{{0,{RELEASE_GAP}}}?(?<![\w.])v?{number}(?![\w]|\.\d)", re.I)
+    pattern = re.compile(rf"(?:{named}){_MARK}[^\w\n]{{0,3}}v?{number}(?![\w]|\.\d)", re.I)
     rows = _rows_with(evidence.version, tokenize(" ".join(words)), every=True)
     return any(pattern.search(t) for b in range(0, len(rows), BATCH_ROWS)
                for _, t in _texts(evidence.version, rows[b : b + BATCH_ROWS]))
