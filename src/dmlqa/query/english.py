@@ -3,7 +3,8 @@
 "Common English" is the frequent part of the WordPiece vocabulary of the bundled embedding model
 (BERT's, built most-frequent first, so a word's id is its frequency rank) and every word of an English
 dictionary (Webster's Second, the public-domain ``web2`` list of the ``english-words`` package), with
-plurals, tenses and prefixes (``rerun``, ``prebuilt``) folded back to their word.
+plurals, tenses and prefixes (``rerun``, ``prebuilt``) folded back to their word, and two frequent words
+written as one (``homepage``: newer than the dictionary).
 
 Why a dictionary besides the vocabulary: the vocabulary's 30,000 pieces keep only the frequent words
 whole. Questions use plain words it splits ("lopsided", "quadrupling", "carve", "flavour", "swarms"),

@@ -14,6 +14,7 @@ answer a different question. So the names a question uses are checked against th
   phrase in one passage, title or address. Two words that each occur somewhere ("Lightning" and
   "Fabric") are not the product "Lightning Fabric"; a common word counts as a name of its own only
   where a passage holding the others writes it as one ("enter Recovery mode" for "macOS Recovery").
+* A release after a name ("Horovod 1.0") is mentioned where a passage writes it right after the name.
 * A name not mentioned is reported with the closest spelling the index holds ("Megatron-LN" →
   "Megatron-LM"), so the refusal tells the user what to ask instead.
 
@@ -181,15 +182,13 @@ def _part_is_name(part: str, concept: Callable[[str], bool]) -> bool:
     return not (common_word(low) or concept(low))
 
 
-#: Prefixes a user hyphens onto a name: a "non-Module" object is one that is not a Module.
 _NAME_PREFIXES = frozenset({"non", "pre", "post", "multi", "sub", "co", "anti", "cross", "semi", "self", "un", "re"})
 #: A release written after a name: "1.0", "3.1.2", "v5", "v0.7"; or a lone digit ("DeepSpeed-Ulysses 2").
 _VERSION = re.compile(r"v?\d{1,3}(?:\.\d{1,3}){1,2}|v\d{1,3}(?:\.\d{1,3})?|\d")
 
 
 def _version_of(question: str, words: Sequence[_Word], j: int) -> bool:
-    """Is ``words[j]`` a release of the name just before it: a version (:data:`_VERSION`) after one space,
-    a lone digit only where no count of things follows ("DeepSpeed-Ulysses 2 change ...", not "Ray 2 nodes")?"""
+    """Is ``words[j]`` a release of the name before it? A lone digit not before a count: not "Ray 2 nodes"."""
     w = words[j]
     if question[words[j - 1].end : w.start] != " " or not _VERSION.fullmatch(w.text):
         return False
@@ -449,8 +448,7 @@ def _mentioned(evidence: _Evidence, name: str) -> bool:
     return reach[-1]
 
 
-#: A trademark sign between a name and its release ("Intel(R) Gaudi(R) 2").
-_MARK = r"(?:\((?:R|TM)\)|[®™])?"
+_MARK = r"(?:\((?:R|TM)\)|[®™])?"  # a trademark sign after a name ("Intel(R) Gaudi(R) 2")
 
 
 def _release_met(evidence: _Evidence, words: list[str], release: str) -> bool:
