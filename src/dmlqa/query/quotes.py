@@ -254,6 +254,8 @@ def choose(question: str, cands: Sequence[Candidate], scores: np.ndarray, *,
             continue
         if (c.doc_id, c.ordinal) in taken or _said(c.text, said):
             continue  # the same sentence in a second copy of the work (arXiv and proceedings) says nothing new
+        if blocks and words + _words([c]) > max_words:
+            continue  # its block holds it: over the budget before its neighbours are read
         heading = title_like(c.text) and c.role != SNIPPET  # "Total GPUs = TP × PP × DP" is code, not a title
         block = None if heading and not titles else _block(c, qtokens, cands, neighbour)
         if block is None:
