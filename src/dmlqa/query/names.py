@@ -455,7 +455,7 @@ def _release_met(evidence: _Evidence, words: list[str], release: str) -> bool:
     """Does a passage holding the name's words write the release ("1.5" or "v1.5") right after one of them
     ("PyTorch v1.5" for "PyTorch DDP v1.5", "Gaudi(R) 2")? A "2" a few words on is a count or a citation."""
     number = re.escape(release.lstrip("v"))
-    named = "|".join(re.escape(w) for w in words if tokenize(w))
+    named = "|".join(re.escape(w) for w in words if tokenize(w)) or "(?!)"  # no word to write it after: never
     pattern = re.compile(rf"(?:{named}){_MARK}[^\w\n]{{0,3}}v?{number}(?![\w]|\.\d)", re.I)
     rows = _rows_with(evidence.version, tokenize(" ".join(words)), every=True)
     return any(pattern.search(t) for b in range(0, len(rows), BATCH_ROWS)
