@@ -19,7 +19,8 @@ from dmlqa.index.versions import IndexVersion, publish, write_version
 from dmlqa.models import Block, Chunk, Document
 from dmlqa.query.answer import NOT_ENGLISH, Asker
 from dmlqa.query.llm import LLMBackend, LLMConfig
-from dmlqa.query.names import _headings, _phrase, candidate_names, name_refusal, not_english, unknown_names
+from dmlqa.query.mentions import headings, phrase
+from dmlqa.query.names import candidate_names, name_refusal, not_english, unknown_names
 from dmlqa.query.search import Searcher
 from dmlqa.settings import load_settings
 
@@ -114,13 +115,22 @@ FIELD = frozenset({"parallelism", "strategies", "shards", "shard", "checkpointin
     ("Can fairseq2 or zero++ or colossal-ai shard a model?", ["fairseq2", "zero++", "colossal-ai"]),
     ("How much does 2-bit Adam save?", ["2-bit Adam"]),
     ('What is "mooncake store" for?', ["mooncake store"]),
-    # ordinary words are no names, even those general English ranks rare: acronyms, quantities, the
+    # ordinary words are no names, even those general English ranks rare: short acronyms, quantities, the
     # capitalised first word, a compound with a particle, regular forms of common words
-    ("Is there a walkthrough of how FSDP shards 175B models over x16 links, and can I rerun it?", []),
+    ("Is there a walkthrough of how FSDP shards 175B models over x16 links, and can I rerun it?", ["FSDP"]),
+    ("Does BF16 or FP8 on a GPU need loss scaling?", []),
+    # four capitals name a thing (checked against the index); acronyms side by side are each their own
+    ("How does TACCL build algorithms for a GPU topology?", ["TACCL"]),
+    ("With Horovod built for NCCL GPU operations, what does AdaSum reduce?", ["Horovod", "NCCL", "GPU", "AdaSum"]),
+    ("Which algorithms came with NCCL 3.0?", ["NCCL 3.0"]),
+    # a module path is a name, an abbreviation with dots is not
+    ("How do I call torch.distributed.pipelining, e.g. on two stages?", ["torch.distributed.pipelining"]),
     ("Does it work on 8 GPUs?", []),
     # plain English the model's vocabulary keeps only in pieces (the dictionary knows them): no names
     ("How lopsided does the workload get after quadrupling the experts?", []),
     ("Which flavour of sequence parallelism do swarms of small devices carve memory into?", []),
+    # British spellings fold to the American ones the dictionary holds
+    ("Which operators need that kind of neighbour exchange, and is it labelled or optimised?", []),
     # a hyperparameter's symbol spelt out is no name, a versioned project is
     ("Which Adam beta2 and epsilon does fairseq2 use?", ["Adam", "fairseq2"]),
     # a release after a name is part of it; a count of things is not
@@ -223,10 +233,10 @@ def test_a_near_miss_is_refused_and_shows_the_close_match(version: IndexVersion,
 ])
 def test_a_name_in_a_title_or_address_is_found_without_reading_every_document(version: IndexVersion, name: str,
                                                                                urls: set[str]) -> None:
-    headings = _headings(version)
-    found = {version.docs[headings.doc_ids[i]].url for i in headings.holding(name)}
+    found_in = headings(version)
+    found = {version.docs[found_in.doc_ids[i]].url for i in found_in.holding(name)}
     assert found == urls
-    pattern = _phrase(name)  # the same documents as the name's pattern tried on every one
+    pattern = phrase(name)  # the same documents as the name's pattern tried on every one
     assert found == {d.url for d in version.docs.values() if pattern.search(f"{d.title} {d.url} {d.source_url}")}
 
 

@@ -3,8 +3,9 @@
 "Common English" is the frequent part of the WordPiece vocabulary of the bundled embedding model
 (BERT's, built most-frequent first, so a word's id is its frequency rank) and every word of an English
 dictionary (Webster's Second, the public-domain ``web2`` list of the ``english-words`` package), with
-plurals, tenses and prefixes (``rerun``, ``prebuilt``) folded back to their word, and two frequent words
-written as one (``homepage``: newer than the dictionary).
+plurals, tenses and prefixes (``rerun``, ``prebuilt``) folded back to their word, British spellings to the
+American ones both lists hold (``neighbour``, ``optimise``, ``labelled``), and two frequent words written as
+one (``homepage``: newer than the dictionary).
 
 Why a dictionary besides the vocabulary: the vocabulary's 30,000 pieces keep only the frequent words
 whole. Questions use plain words it splits ("lopsided", "quadrupling", "carve", "flavour", "swarms"),
@@ -18,6 +19,7 @@ from __future__ import annotations
 
 import functools
 import json
+import re
 from collections.abc import Callable
 from pathlib import Path
 
@@ -30,6 +32,11 @@ COMMON_RANK = 15_000
 COMPOUND_PART = 4
 _PREFIXES = ("re", "pre", "un", "non", "co", "de", "dis", "mis", "over", "under", "sub", "multi", "inter", "out")
 _SUFFIXES = ("s", "es", "ed", "d", "ing", "er", "ers", "est", "ly", "ise", "ize", "ised", "ized", "ation", "able")
+#: British spellings and the American ones the vocabulary and the dictionary hold: neighbour, optimise,
+#: analyse, labelled, centre, catalogue.
+_BRITISH = tuple((re.compile(a), b) for a, b in (
+    (r"our(?=s?$|ed$|ing$|ite|able)", "or"), (r"is(?=e[sd]?$|ing$|ation)", "iz"), (r"ys(?=e[sd]?$|ing$)", "yz"),
+    (r"ll(?=ed$|ing$|er$)", "l"), (r"tre(?=s?$)", "ter"), (r"ogue(?=s?$)", "og")))
 #: Second halves of English compounds that are no names: walkthrough, rollout, warmup, tradeoff.
 _PARTICLES = ("through", "up", "down", "out", "off", "over", "back", "away", "around", "in", "on")
 
@@ -83,6 +90,11 @@ def _folded(word: str, whole: Callable[[str], bool]) -> bool:
 
     if inflected(word):
         return True
+    american = word
+    for british, us in _BRITISH:
+        american = british.sub(us, american)
+    if american != word and inflected(american):
+        return True  # neighbour, optimising, labelled
     if any(word.startswith(p) and len(word) - len(p) >= 3 and inflected(word[len(p):]) for p in _PREFIXES):
         return True  # rerun, prebuilt
     if any(word.endswith(p) and known(word[: -len(p)]) for p in _PARTICLES if len(word) - len(p) >= 3):

@@ -5,7 +5,8 @@ passage the search returns is about something else, however close it sounds; quo
 answer a different question. So the names a question uses are checked against the index itself:
 
 * **Candidate names** are the words a user writes for a specific thing: capitalised words inside
-  a sentence, camel case (``DiLoCo``), identifiers (``shard_map``), product-like tokens with digits,
+  a sentence, camel case (``DiLoCo``), identifiers (``shard_map``), acronyms of four capitals or more
+  (``NCCL``), module paths (``jax.distributed.initialize``), product-like tokens with digits,
   ``+`` or hyphens (``fairseq2``, ``zero++``, ``deepspeed-ulysses``), quoted strings, runs of these
   (``Lightning Fabric``, ``Vertex AI``), and lower-case words that are not English (``torchtitan``,
   ``pjit``; "lopsided" is English): see :mod:`dmlqa.query.english` for what counts as English.
@@ -18,38 +19,29 @@ answer a different question. So the names a question uses are checked against th
 * A name not mentioned is reported with the closest spelling the index holds ("Megatron-LN" →
   "Megatron-LM"), so the refusal tells the user what to ask instead.
 
-All-capital acronyms are never names on their own: users and documents spell them differently
-("FP8" vs "8-bit floating point"), so their absence proves little; inside a run they count
-("Vertex AI").
+Short acronyms (three capitals, or capitals with digits) are no names on their own: users and documents
+spell them differently ("FP8" vs "8-bit floating point", "GPU"), so their absence proves little; inside a run
+they count ("Vertex AI"). Four capitals or more name one thing (NCCL, TACCL, NIXL), and so does a module
+path (``torch.distributed.pipelining``): on bench/train's 1,632 answerable questions neither refused one,
+and they caught 9 more of the 213 unanswerable ones (0.901 to 0.939).
 """
 
 from __future__ import annotations
 
-import bisect
 import difflib
 import re
-from collections import Counter
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
-import numpy as np
-
 from dmlqa.index.lexical import _stopwords, tokenize
-from dmlqa.index.postings import _encode, _lookup
 from dmlqa.index.versions import IndexVersion
 from dmlqa.models import Citation, Hit
 from dmlqa.query.english import common_word, english_ranks, english_word
+from dmlqa.query.mentions import BATCH_ROWS, MARK, PIECE, Evidence, concepts, row_texts, rows_with, tokens_known
 from dmlqa.query.pinned import per_version
 
-__all__ = ["Unknown", "candidate_names", "not_english", "name_refusal", "unknown_names"]
+__all__ = ["Unknown", "candidate_names", "concepts", "not_english", "name_refusal", "unknown_names"]
 
-#: Passages read to confirm a phrase (in batches, stopping at the first that holds it) or to find a
-#: near spelling; bounded so one question stays cheap on a large index.
-MAX_ROWS = 5000
-BATCH_ROWS = 200
-#: A lower-case word in at least this many passages is the field's vocabulary ("throughput",
-#: "checkpointing"), not a name: general English ranks such words rare, the index does not.
-CONCEPT_ROWS = 5
 #: How alike (difflib ratio, case-folded) a spelling in the index must be to be offered as "nearest".
 NEAR_RATIO = 0.75
 
@@ -63,7 +55,6 @@ _OPENERS = frozenset(
 _WORD = re.compile(r"\w(?:[\w.+\-']*[\w+])?")
 _QUOTED = re.compile(r"[\"“”‘’']([^\"“”‘’']{2,60})[\"“”‘’']")
 _ACRONYM = re.compile(r"[A-Z0-9]+s?")
-_PIECE = re.compile(r"[A-Za-z]+|\d+|\+\+")
 
 
 @dataclass(frozen=True)
@@ -155,9 +146,13 @@ def _kind(w: _Word, concept: Callable[[str], bool]) -> str:
             return "name"  # colossal-ai, deepspeed-ulysses, torch.distributed
         if any(p[:1].isupper() for p in parts):
             return "name" if any(not _ACRONYM.fullmatch(p) for p in parts) else "joiner"
+        if "." in text and all(len(p) >= 2 and p.isalpha() for p in parts):
+            return "name"  # a module path: torch.distributed.pipelining, jax.distributed.initialize
         return "joiner" if digits else "plain"  # 2-bit (Adam), data-parallel
     if _ACRONYM.fullmatch(text):
-        return "joiner"  # FSDP, AI, GPU
+        # four capitals or more name a thing of their own (NCCL, TACCL, NIXL); shorter ones and those with
+        # digits are the field's abbreviations that users and documents spell differently (GPU, FP16, BF16)
+        return "name" if len(text) >= 4 and text.isalpha() and text.isupper() else "joiner"
     if _SYMBOL.fullmatch(text):
         return "plain"  # beta2, lambda1: a paper's symbol spelt out (it writes β2), no name
     if digits:
@@ -224,7 +219,11 @@ def candidate_names(question: str, concept: Callable[[str], bool] = lambda word:
         while (j < len(words) and kinds[i] != "alone" and kinds[j] not in ("plain", "alone")
                and question[words[j - 1].end : words[j].start].strip() == ""):
             j += 1
-        if any(k in ("name", "alone") for k in kinds[i:j]):
+        if j - i > 1 and "name" in kinds[i:j] and all(_ACRONYM.fullmatch(w.text) for w in words[i:j]):
+            # acronyms side by side are each their own: "NCCL GPU ops" are NCCL's GPU ops, no product, but
+            # beside a name even a short one is checked ("CUDA MPS")
+            out += [w.text for w in words[i:j]]
+        elif any(k in ("name", "alone") for k in kinds[i:j]):
             if kinds[j - 1] != "alone" and j < len(words) and _version_of(question, words, j):
                 j += 1  # "Horovod 1.0", "Megatron-LM v5": a release the index may not know, though it knows the name
             out.append(question[words[i].start : words[j - 1].end])
@@ -233,145 +232,11 @@ def candidate_names(question: str, concept: Callable[[str], bool] = lambda word:
     return list(dict.fromkeys(out))
 
 
-# -- what the index mentions ------------------------------------------------------------------------------
-
-
-@per_version
-def _address_tokens(version: IndexVersion) -> frozenset[str]:
-    """Tokens of every document's addresses: a repository named only in its URL is still indexed."""
-    return frozenset(t for d in version.docs.values() for u in (d.url, d.source_url, *d.aliases)
-                     for t in tokenize(re.sub(r"^\w+://", "", u or "")))
-
-
-def concepts(version: IndexVersion) -> Callable[[str], bool]:
-    """Is a lower-case word common in ``version`` (in :data:`CONCEPT_ROWS` passages or more)?"""
-    lexicon = version.lexical.lexicon
-    terms = np.asarray(lexicon.terms)
-    df = np.asarray(lexicon.df)
-
-    def concept(word: str) -> bool:
-        tokens = tokenize(word)
-        if not tokens or not len(terms):
-            return False
-        pos = _lookup(terms, _encode(tokens))
-        return bool(np.all((pos >= 0) & (df[np.maximum(pos, 0)] >= CONCEPT_ROWS)))
-
-    return concept
-
-
-def _tokens_known(version: IndexVersion, word: str) -> bool:
-    known = version.lexical.vocabulary()
-    urls = _address_tokens(version)
-
-    def ok(w: str) -> bool:
-        tokens = tokenize(w)
-        if "_" in w:  # an identifier counts as mentioned only when written whole
-            tokens = [t for t in tokens if "_" in t] or tokens
-        return all(t in known or t in urls for t in tokens)
-
-    # plurals the stemmer folds differently: "H100s", "re-rendezvouses" (rendezvous → "rendezv")
-    return ok(word) or any(ok(re.sub(rf"(?<=\w{{3}}){end}\b", "", word)) for end in ("s", "es"))
-
-
-def _phrase(name: str) -> re.Pattern[str]:
-    """The name as a pattern that allows other spacing, hyphens or dots between its parts, and a plural."""
-    pieces = [re.escape(p) for p in _PIECE.findall(name)]
-    # one separator at most, and never a sentence's end: "FlashAttention.\n3 Unified …" is no "FlashAttention-3"
-    # (a bracket beside a hyphen, a plus, a trademark sign: "Mooncake-[3P+1D]", "Intel(R) MPI")
-    sep = _MARK + r"(?:[\-_/+]?[\[(]?\s?|\.(?=\S)|\s)?"
-    return re.compile(r"(?<![A-Za-z0-9])" + sep.join(pieces) + r"(?:e?s)?(?![A-Za-z0-9])", re.IGNORECASE)
-
-
-def _rows_with(version: IndexVersion, terms: Sequence[str], *, every: bool) -> np.ndarray:
-    """Live rows holding every one (or, ``every=False``, the most) of ``terms``; at most :data:`MAX_ROWS`."""
-    counts: Counter[int] = Counter()
-    for term in dict.fromkeys(terms):
-        key = term.encode("utf-8")
-        for seg, offset in zip(version.segments, version.offsets, strict=False):
-            rows, _ = seg.postings.term_rows(key)
-            counts.update((np.asarray(rows, dtype=np.int64) + int(offset)).tolist())
-    need = len(set(terms))
-    ranked = [r for r, c in counts.most_common() if version.live[r] and (c == need or not every)]
-    return np.asarray(ranked[:MAX_ROWS], dtype=np.int64)
-
-
-def _texts(version: IndexVersion, rows: np.ndarray) -> list[tuple[str, str]]:
-    """(document id, title + section + text) of rows: what BM25 read for them."""
-    out = []
-    for c in version.chunks(rows.tolist()).values():
-        doc = version.docs.get(c.doc_id)
-        out.append((c.doc_id, f"{doc.title if doc else ''}\n{c.section or ''}\n{c.text}"))
-    return out
-
-
-def _squash(text: str) -> str:
-    """Lower-case letters and digits only: what a name's :func:`_phrase` must find in a text, whatever the
-    separators between its parts."""
-    return re.sub(r"[\W_]+", "", text.lower())
-
-
-class _Headings:
-    """Every document's title and addresses, with one squashed string of them all: a name's squashed
-    form found in it (one C-level substring search) picks the few documents its pattern is tried on.
-    Trying the pattern on every document cost 5 µs a document and name part, 100 ms a question at
-    20,000 documents."""
-
-    def __init__(self, version: IndexVersion) -> None:
-        docs = list(version.docs.values())
-        self.doc_ids = [d.doc_id for d in docs]
-        self.texts = [f"{d.title} {d.url} {d.source_url}" for d in docs]
-        squashed = [_squash(t) for t in self.texts]
-        self.starts = np.cumsum([0] + [len(x) + 1 for x in squashed[:-1]]).tolist() if squashed else []
-        self.joined = "\n".join(squashed)
-
-    def holding(self, name: str) -> list[int]:
-        """Indices of the documents whose title or address holds ``name`` (its :func:`_phrase`)."""
-        needle = _squash(name)
-        if len(needle) < 3 or not name.isascii():  # too common to pick, or case folding beyond ASCII
-            candidates: Sequence[int] = range(len(self.texts))
-        else:
-            found: set[int] = set()
-            at = self.joined.find(needle)
-            while at >= 0:
-                found.add(bisect.bisect_right(self.starts, at) - 1)
-                at = self.joined.find(needle, at + 1)
-            candidates = sorted(found)
-        pattern = _phrase(name)
-        return [i for i in candidates if pattern.search(self.texts[i])]
-
-
-_headings = per_version(_Headings)
-
-
-class _Evidence:
-    """What one question's check reads of the index: the retrieved passages, then stored ones (cached)."""
-
-    def __init__(self, version: IndexVersion, hits: Sequence[Hit]) -> None:
-        self.version = version
-        self.hit_texts = [f"{h.title}\n{h.text}" for h in hits]
-        self.headings = _headings(version)
-        self._rows: dict[tuple[str, ...], np.ndarray] = {}
-
-    def addressed(self, name: str) -> set[str]:
-        """The documents whose title or address holds ``name`` ("AWS Labs" in github.com/awslabs/…)."""
-        return {self.headings.doc_ids[i] for i in self.headings.holding(name)}
-
-    def phrase_found(self, name: str) -> bool:
-        pattern = _phrase(name)
-        if any(pattern.search(t) for t in self.hit_texts) or self.headings.holding(name):
-            return True
-        key = tuple(sorted(set(tokenize(name))))
-        if key not in self._rows:
-            self._rows[key] = _rows_with(self.version, key, every=True)
-        rows = self._rows[key]
-        return any(pattern.search(t) for b in range(0, len(rows), BATCH_ROWS)
-                   for _, t in _texts(self.version, rows[b : b + BATCH_ROWS]))
-
 
 def _stands_alone(word: str) -> bool:
     """Can this word of a run be a name by itself? Not a capitalised common word: "Fabric" in
     "Lightning Fabric" or "Store" in "Mooncake Store" is part of a product's name."""
-    if not word[:1].isupper() or _ACRONYM.fullmatch(word) or len(_PIECE.findall(word)) > 1:
+    if not word[:1].isupper() or _ACRONYM.fullmatch(word) or len(PIECE.findall(word)) > 1:
         return True
     if re.search(r"[a-z][A-Z]|\d", word):
         return True
@@ -387,7 +252,7 @@ def _named_mid_sentence(word: str, text: str) -> bool:
     return re.search(rf"(?<=[a-z] ){re.escape(word)}(?= [a-z])", text) is not None
 
 
-def _mentioned(evidence: _Evidence, name: str) -> bool:
+def _mentioned(evidence: Evidence, name: str) -> bool:
     """Does some document mention ``name``: whole, or as a run of parts that each occur (a phrase
     of several words, a name of its own, an acronym: "Colossal-AI" + "Torch FSDP")?"""
     version = evidence.version
@@ -399,7 +264,7 @@ def _mentioned(evidence: _Evidence, name: str) -> bool:
     def word_known(w: str) -> bool:
         if not tokenize(w):
             return True
-        if _tokens_known(version, w) and (len(_PIECE.findall(w)) <= 1 or evidence.phrase_found(w)):
+        if tokens_known(version, w) and (len(PIECE.findall(w)) <= 1 or evidence.phrase_found(w)):
             return True
         # "Megatron-style", "GPT-3-sized": a known name with an English word hyphenated on
         head, _, tail = w.rpartition("-")
@@ -417,7 +282,7 @@ def _mentioned(evidence: _Evidence, name: str) -> bool:
     if evidence.phrase_found(name):
         return True
     # its words must meet in one passage (acronyms aside: "Horovod README" is the README of Horovod's page)
-    met = _rows_with(version, tokenize(" ".join(w for w in words if not _ACRONYM.fullmatch(w))), every=True)
+    met = rows_with(version, tokenize(" ".join(w for w in words if not _ACRONYM.fullmatch(w))), every=True)
     if not len(met):
         return _meets_in_address(evidence, words)
     met_texts: list[str] | None = None
@@ -426,7 +291,7 @@ def _mentioned(evidence: _Evidence, name: str) -> bool:
     def named_there(word: str) -> bool:
         nonlocal met_texts
         if met_texts is None:
-            met_texts = [t for _, t in _texts(version, met[:BATCH_ROWS])]
+            met_texts = [t for _, t in row_texts(version, met[:BATCH_ROWS])]
         return any(_named_mid_sentence(word, t) for t in met_texts)
     # split into pieces that each occur: reach[i] says words[:i] splits so
     reach = [True] + [False] * len(words)
@@ -448,21 +313,19 @@ def _mentioned(evidence: _Evidence, name: str) -> bool:
     return reach[-1]
 
 
-_MARK = r"(?:\((?:R|TM)\)|[®™])?"  # a trademark sign after a name ("Intel(R) Gaudi(R) 2")
 
-
-def _release_met(evidence: _Evidence, words: list[str], release: str) -> bool:
+def _release_met(evidence: Evidence, words: list[str], release: str) -> bool:
     """Does a passage holding the name's words write the release ("1.5" or "v1.5") right after one of them
     ("PyTorch v1.5" for "PyTorch DDP v1.5", "Gaudi(R) 2")? A "2" a few words on is a count or a citation."""
     number = re.escape(release.lstrip("v"))
     named = "|".join(re.escape(w) for w in words if tokenize(w)) or "(?!)"  # no word to write it after: never
-    pattern = re.compile(rf"(?:{named}){_MARK}[^\w\n]{{0,3}}v?{number}(?![\w]|\.\d)", re.I)
-    rows = _rows_with(evidence.version, tokenize(" ".join(words)), every=True)
+    pattern = re.compile(rf"(?:{named}){MARK}[^\w\n]{{0,3}}v?{number}(?![\w]|\.\d)", re.I)
+    rows = rows_with(evidence.version, tokenize(" ".join(words)), every=True)
     return any(pattern.search(t) for b in range(0, len(rows), BATCH_ROWS)
-               for _, t in _texts(evidence.version, rows[b : b + BATCH_ROWS]))
+               for _, t in row_texts(evidence.version, rows[b : b + BATCH_ROWS]))
 
 
-def _meets_in_address(evidence: _Evidence, words: list[str]) -> bool:
+def _meets_in_address(evidence: Evidence, words: list[str]) -> bool:
     """Do some of the words name a document by its title or address and the rest occur in its text?
     "AWS Labs Kubernetes templates" are those of the repository at github.com/awslabs/…, whose pages
     say "Kubernetes" but never "Labs": its words meet in no passage, yet the document is the one named."""
@@ -473,7 +336,7 @@ def _meets_in_address(evidence: _Evidence, words: list[str]) -> bool:
             docs = evidence.addressed(" ".join(piece))
             tokens = tokenize(" ".join(w for w in rest if not _ACRONYM.fullmatch(w)))
             if docs and tokens:
-                rows = _rows_with(version, tokens, every=True)
+                rows = rows_with(version, tokens, every=True)
                 if any(version.doc_of(int(r)) in docs for r in rows):
                     return True
     return False
@@ -510,7 +373,7 @@ def _near(version: IndexVersion, name: str, hits: Sequence[Hit],
             terms.extend(difflib.get_close_matches(t, pool, n=2, cutoff=0.7))
     texts = [(h.doc_id, f"{h.title}\n{h.text}") for h in hits]
     if terms:
-        texts += _texts(version, _rows_with(version, terms, every=False)[:60])
+        texts += row_texts(version, rows_with(version, terms, every=False)[:60])
     target, shape = name.lower(), _shape(name)
     width = len(name.split())
     best: tuple[float, bool, str, str] | None = None
@@ -554,7 +417,7 @@ def unknown_names(version: IndexVersion, question: str, hits: Sequence[Hit] = ()
     without going to the store.
     """
     out: list[Unknown] = []
-    evidence = _Evidence(version, hits)
+    evidence = Evidence(version, hits)
     concept = concepts(version)
     for name in candidate_names(question, concept):
         if _mentioned(evidence, name):
