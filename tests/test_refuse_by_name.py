@@ -202,6 +202,10 @@ def test_names_the_index_holds_are_not_refused(version: IndexVersion, question: 
     ("What's new in Megatron-LM 1.0?", "Megatron-LM 1.0"),
     # "dask" occurs and "ml" is an abbreviation, not English hyphenated on: "dask-ml" is a name of its own
     ("Can dask-ml process the data on Ray?", "dask-ml"),
+    # "vllm" occurs and "foundry" is English, but a lower-case head makes a package's name, not "Megatron-style"
+    ("Can vllm-foundry train on Ray?", "vllm-foundry"),
+    ("How does TACCL synthesize collectives?", "TACCL"),  # four capitals: a name
+    ("What does torch.distributed.pipelining split?", "torch.distributed.pipelining"),  # a module path
 ])
 def test_names_no_document_mentions_are_refused(version: IndexVersion, question: str, missing: str) -> None:
     assert names(version, question) == [missing]

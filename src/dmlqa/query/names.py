@@ -268,8 +268,10 @@ def _mentioned(evidence: Evidence, name: str) -> bool:
             return True
         # "Megatron-style", "GPT-3-sized": a known name with an English word hyphenated on
         head, _, tail = w.rpartition("-")
-        # (a word, not an abbreviation: the "ml" of "dask-ml" is no English made of "dask")
-        if head and len(tail) >= 4 and tail.islower() and english_word(tail, limit=1 << 30) and word_known(head):
+        # (a word, not an abbreviation: the "ml" of "dask-ml" is no English made of "dask"; and a lower-case
+        # head only when English too: "host-authenticity" is, "llm-foundry" is a package's name)
+        if (head and len(tail) >= 4 and tail.islower() and english_word(tail, limit=1 << 30) and word_known(head)
+                and (not head.islower() or english_word(head))):
             return True
         # "non-Module", "multi-Megatron": an English prefix before a known name
         prefix, _, rest = w.partition("-")
