@@ -15,6 +15,7 @@ from collections.abc import Iterator
 from fixtures_docs import prose
 
 from dmlqa.extract import sentences as s
+from dmlqa.extract import textscan
 
 # The patterns as they were before, stated again as the reference.
 _OLD_BOUNDARY = re.compile(r"(?<=[.!?])[\"'”’)\]]*\s+(?=[\"'“‘(\[]?[A-Z0-9])")
@@ -51,7 +52,7 @@ def _awkward(rng: random.Random) -> str:
 def test_folds_to_ascii_names_every_character_ignorecase_matches_to_an_ascii_letter() -> None:
     letter = re.compile("[a-z]", re.IGNORECASE).fullmatch
     found = {ch for ch in map(chr, range(128, sys.maxunicode + 1)) if letter(ch)}
-    assert found == set(s._FOLDS_TO_ASCII)
+    assert found == set(textscan.FOLDS_TO_ASCII)
 
 
 def test_the_literal_checks_never_rule_out_a_match() -> None:
@@ -59,17 +60,17 @@ def test_the_literal_checks_never_rule_out_a_match() -> None:
     matched = {"caption": 0, "furniture": 0, "reference": 0, "stamp": 0, "code": 0, "folded": 0}
     for _ in range(20_000):
         text = _awkward(rng)
-        low = s._lowered(text)
+        low = textscan.lowered(text)
         if s._CAPTION.search(text):
             matched["caption"] += 1
-            assert s._holds(text, s._CAPTION_NEEDLES), repr(text)
+            assert textscan.holds(text, s._CAPTION_NEEDLES), repr(text)
         if s._FURNITURE.search(text):
             matched["furniture"] += 1
             matched["folded"] += low is None
-            assert s._may_hold(low, s._FURNITURE_NEEDLES), repr(text)
+            assert textscan.may_hold(low, s._FURNITURE_NEEDLES), repr(text)
         if s._REFERENCE.search(text):
             matched["reference"] += 1
-            assert text.startswith("[") or s._may_hold(low, s._REFERENCE_NEEDLES), repr(text)
+            assert text.startswith("[") or textscan.may_hold(low, s._REFERENCE_NEEDLES), repr(text)
         stamp = s._PRINT_STAMP.search(text) is not None
         matched["stamp"] += stamp
         assert s._print_stamp(text) == stamp, repr(text)

@@ -13,7 +13,7 @@ import string
 import pytest
 from fixtures_docs import prose
 
-from dmlqa.extract.sentences import _letters
+from dmlqa.extract.textscan import letter_count as _letters
 from dmlqa.index import lexical
 
 

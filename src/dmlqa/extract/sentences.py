@@ -16,6 +16,7 @@ from dataclasses import dataclass
 
 from dmlqa.extract.reference_entries import reference_zone
 from dmlqa.extract.tables import TABLE_LABEL
+from dmlqa.extract.textscan import count_upto, holds, letter_count, lowered, may_hold
 from dmlqa.models import BLOCK_SEPARATOR, Document
 
 #: Roles a sentence may have; only QUOTABLE ones are stored for an answer. A SNIPPET (a code or
@@ -404,17 +405,6 @@ def _announced_snippets(sentences: list[Sentence]) -> list[Sentence]:
 
 # -- roles -------------------------------------------------------------------------------------------
 
-_ASCII_LETTERS = b"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz"
-
-
-def _letters(text: str) -> int:
-    """How many characters of ``text`` are letters (``str.isalpha``). Every sentence asks this; for
-    ASCII text (most of it) deleting the letters in C is some ten times quicker than a loop over them."""
-    if text.isascii():
-        return len(text) - len(text.encode("ascii").translate(None, _ASCII_LETTERS))
-    return sum(map(str.isalpha, text))
-
-
 _CAPTION = re.compile(r"^(?:Figure|Fig\.|Table|Algorithm|Listing)\s*[\dIVX]+\s*[:.|]|"
                       r"\b(?:Figure|Fig\.|Table|Algorithm)\s*\d+\s*[:.]\s+[A-Z]")
 _PRINT_STAMP = re.compile(r"\b\d{1,2}/\d{1,2}/\d{2,4},?\s+\d{1,2}:\d{2}\s*(?:AM|PM)?\b|\b\d+\s*/\s*\d+\s*$|"
@@ -457,43 +447,6 @@ _CODE_NEEDLES = ("{", "}", ";", "=", "//", "->", "def", "return", "import", "sel
 _CALL = re.compile(r"\w\(|\(\)")
 #: Box-drawing characters: a directory tree or a text-art table in a README, never a sentence.
 _TREE = re.compile(r"[\u2500-\u257f]")
-#: The characters outside ASCII that IGNORECASE lets match an ASCII letter ("ſ" matches "s"), which a
-#: lower-cased text does not turn into that letter (tests/test_sentence_gates.py checks all of Unicode).
-_FOLDS_TO_ASCII = ("\u0130", "\u0131", "\u017f", "\u212a")
-
-
-def _lowered(text: str) -> str | None:
-    """``text`` lower-cased, to test a case-insensitive pattern's literals in; None where a character
-    from :data:`_FOLDS_TO_ASCII` is in it: there only the pattern itself can tell."""
-    if not text.isascii() and any(ch in text for ch in _FOLDS_TO_ASCII):
-        return None
-    return text.lower()
-
-
-def _holds(text: str, needles: tuple[str, ...]) -> bool:
-    """Is one of ``needles`` in ``text``? (A loop: ``any()`` over a generator costs a third more.)"""
-    for needle in needles:
-        if needle in text:
-            return True
-    return False
-
-
-def _may_hold(low: str | None, needles: tuple[str, ...]) -> bool:
-    """Can a text whose :func:`_lowered` form is ``low`` hold one of the (lower-case) ``needles``?"""
-    return low is None or _holds(low, needles)
-
-
-def _count(pattern: re.Pattern[str], text: str, cap: int) -> int:
-    """How many (non-overlapping) matches ``text`` has, counted up to ``cap``: a rule needs only to
-    know whether a threshold is reached, and a long code listing has hundreds."""
-    hits = 0
-    for _ in pattern.finditer(text):
-        hits += 1
-        if hits == cap:
-            break
-    return hits
-
-
 #: A plain lower-case word of prose ("the", "micro-batches", "gradients,").
 _PLAIN_WORD = re.compile(r"[a-z][a-z'-]*[,;:.]?")
 #: The share of plain words (:data:`_PLAIN_WORD`) a sentence holding code tokens needs to be read as prose.
@@ -513,9 +466,9 @@ def _reads_as_prose(text: str, words: list[str]) -> bool:
 
 def _code_tokens(text: str, cap: int) -> int:
     """How many :data:`_CODE_TOKENS` ``text`` holds, up to ``cap``."""
-    if not _holds(text, _CODE_NEEDLES) and not ("(" in text and _CALL.search(text)):
+    if not holds(text, _CODE_NEEDLES) and not ("(" in text and _CALL.search(text)):
         return 0
-    return _count(_CODE_TOKENS, text, cap)
+    return count_upto(_CODE_TOKENS, text, cap)
 
 
 def _print_stamp(text: str) -> bool:
@@ -531,14 +484,14 @@ def classify(text: str, role: str = PROSE, *, title: str = "") -> str:
     # the length first: it is free, the regexes are not
     if n < 120 and _print_stamp(text) or (title and text.strip() == title.strip()):
         return FURNITURE
-    if _holds(text, _CAPTION_NEEDLES) and _CAPTION.search(text):
+    if holds(text, _CAPTION_NEEDLES) and _CAPTION.search(text):
         return CAPTION
-    low = _lowered(text)
-    if n < 400 and _may_hold(low, _FURNITURE_NEEDLES) and _FURNITURE.search(text):
+    low = lowered(text)
+    if n < 400 and may_hold(low, _FURNITURE_NEEDLES) and _FURNITURE.search(text):
         return FURNITURE
     if text.rstrip("\"'”’)* ").endswith("?"):
         return HEADING  # a question (an FAQ entry, an exercise, a rhetorical one) asks; it states nothing
-    refs = _count(_REFERENCE, text, 2) if text.startswith("[") or _may_hold(low, _REFERENCE_NEEDLES) else 0
+    refs = count_upto(_REFERENCE, text, 2) if text.startswith("[") or may_hold(low, _REFERENCE_NEEDLES) else 0
     if _AUTHOR_LIST.match(text) and _CITED_WORK.search(text):
         return REFERENCE  # a publication list entry on a web page: "- A. Smith, B. Lee, C. Wu. (2022) Title"
     if refs >= 2 or (refs and _NUMBERED.match(text) and "et al" in text) or text.count("et al.") >= 3:
@@ -548,7 +501,7 @@ def classify(text: str, role: str = PROSE, *, title: str = "") -> str:
     if _TREE.search(text) or "```" in text:
         return CODE  # a directory tree drawn with box characters ("│ ├── distributed/"), a markdown code fence
     code_hits = _code_tokens(text, 3)
-    letters = _letters(text)
+    letters = letter_count(text)
     if (code_hits >= 3 or (code_hits and letters < 0.6 * n) or letters < 0.5 * n) and not _reads_as_prose(text, words):
         return CODE
     if role == ITEM:

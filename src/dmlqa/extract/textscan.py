@@ -1,0 +1,57 @@
+"""Cheap scans of a text that sentence splitting runs on every sentence (:mod:`dmlqa.extract.sentences`).
+
+Every sentence of a build is classified, and most of the patterns it is tested against can only match a text
+holding some literal; a substring test (a C scan) rules a pattern out tens of times cheaper than the search.
+These are those tests, and the letter count every sentence asks for.
+"""
+
+from __future__ import annotations
+
+import re
+
+_ASCII_LETTERS = b"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz"
+
+
+def letter_count(text: str) -> int:
+    """How many characters of ``text`` are letters (``str.isalpha``). Every sentence asks this; for
+    ASCII text (most of it) deleting the letters in C is some ten times quicker than a loop over them."""
+    if text.isascii():
+        return len(text) - len(text.encode("ascii").translate(None, _ASCII_LETTERS))
+    return sum(map(str.isalpha, text))
+
+
+#: The characters outside ASCII that IGNORECASE lets match an ASCII letter ("ſ" matches "s"), which a
+#: lower-cased text does not turn into that letter (tests/test_sentence_gates.py checks all of Unicode).
+FOLDS_TO_ASCII = ("\u0130", "\u0131", "\u017f", "\u212a")
+
+
+def lowered(text: str) -> str | None:
+    """``text`` lower-cased, to test a case-insensitive pattern's literals in; None where a character
+    from :data:`FOLDS_TO_ASCII` is in it: there only the pattern itself can tell."""
+    if not text.isascii() and any(ch in text for ch in FOLDS_TO_ASCII):
+        return None
+    return text.lower()
+
+
+def holds(text: str, needles: tuple[str, ...]) -> bool:
+    """Is one of ``needles`` in ``text``? (A loop: ``any()`` over a generator costs a third more.)"""
+    for needle in needles:
+        if needle in text:
+            return True
+    return False
+
+
+def may_hold(low: str | None, needles: tuple[str, ...]) -> bool:
+    """Can a text whose :func:`lowered` form is ``low`` hold one of the (lower-case) ``needles``?"""
+    return low is None or holds(low, needles)
+
+
+def count_upto(pattern: re.Pattern[str], text: str, cap: int) -> int:
+    """How many (non-overlapping) matches ``text`` has, counted up to ``cap``: a rule needs only to
+    know whether a threshold is reached, and a long code listing has hundreds."""
+    hits = 0
+    for _ in pattern.finditer(text):
+        hits += 1
+        if hits == cap:
+            break
+    return hits
