@@ -313,9 +313,10 @@ def test_questions_and_publication_list_entries_are_not_quotable() -> None:
 def test_code_announced_by_a_colon_is_quoted_with_its_sentence_but_never_alone() -> None:
     d = doc("TensorFlow can grow its memory gradually by (if desired):\nconfig = tf.ConfigProto()\n"
             "config.gpu_options.allow_growth = True\nOr give it a fixed fraction of the memory of each GPU.\n"
-            "config = tf.ConfigProto()")
+            "config = tf.ConfigProto()\nconfig.a = 1\nconfig.b = 2\nconfig.c = 3")
     ss = split_document(d)
-    assert [s.role for s in ss] == [PROSE, SNIPPET, SNIPPET, PROSE, HEADING]  # only announced code
+    # only announced code: four lines after a sentence ending in a full stop are a listing, not its example
+    assert [s.role for s in ss][:4] == [PROSE, SNIPPET, SNIPPET, PROSE] and SNIPPET not in [s.role for s in ss[4:]]
     cands = [Candidate(0, "d", o, s.text, s.role, None) for o, s in enumerate(ss) if s.quotable]
     by_ordinal = {c.ordinal: c for c in cands}
     ranked = [c for c in cands if c.role != SNIPPET]
@@ -464,6 +465,24 @@ def test_a_short_run_of_command_lines_after_a_sentence_shows_it() -> None:
     assert [r for r, t in roles_ if t.startswith("--") and r == SNIPPET] == [SNIPPET, SNIPPET]  # not the 4-line run
     body = _answer("How do I shard the experts over GPUs?", d, 0)
     assert "[1]\n```\n--expert-parallel-size 8 # eight-way\n--fused-expert-kernels # faster expert matmuls\n```" in body
+
+
+def test_a_setting_assigned_under_a_sentence_and_a_comment_over_a_command_come_with_the_code() -> None:
+    # a sentence over a short run of assignments is shown by them, like one over command lines
+    d = doc("Or to cap it at 40% of the memory of each GPU.\nconfig = tf.ConfigProto()\n"
+            "config.gpu_options.per_process_gpu_memory_fraction = 0.4\nThe session then takes the config.")
+    assert [r for r, _ in roles(d)] == [PROSE, SNIPPET, SNIPPET, PROSE]
+    # comments labelling the commands under a colon come with them and do not count against the lines announced
+    d = doc("To install EasyDist, you can use pip and install from PyPI:\n# For PyTorch users\n"
+            "pip install pai-easydist[torch]\n# For Jax users\npip install pai-easydist[jax]\n"
+            "If you prefer to install from source, clone the repository.")
+    assert [r for r, _ in roles(d)] == [PROSE, SNIPPET, SNIPPET, SNIPPET, SNIPPET, PROSE]
+    body = _answer("What is the pip command to install EasyDist for Jax?", d, 0)
+    assert "# For Jax users\npip install pai-easydist[jax]\n```" in body
+    # a markdown heading after the code is no comment of it
+    d = doc("You can install it from PyPI with pip in one step:\npip install deepspeed\n# Usage\n"
+            "Call deepspeed.initialize in your script.")
+    assert [r for r, _ in roles(d)][:2] == [PROSE, SNIPPET] and roles(d)[2][0] != SNIPPET
 
 
 def test_a_tool_name_a_short_command_and_the_following_are_announced_code() -> None:

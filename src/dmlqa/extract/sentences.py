@@ -348,11 +348,12 @@ def _code_like(line: str) -> bool:
 
 
 #: A command line: a flag (``--num-experts 64``), a shell prompt, or a program given flags.
-#: Also a common program and its arguments ("pip install deepspeed"), or one lower-case tool name of its own
-#: ("ds_report", "nvidia-smi").
+#: Also a common program and its arguments ("pip install deepspeed"), one lower-case tool name of its own
+#: ("ds_report", "nvidia-smi"), or a setting assigned (``config.gpu_options.per_process_gpu_memory_fraction = 0.4``).
 _COMMAND_LINE = re.compile(r"^(?:\$\s+\S|--?[a-zA-Z][\w-]*(?:[\s=]|$)|[\w./-]+\s+(?:\S+\s+)*--[a-z][\w-]*|"
                            r"(?:pip3?|python3?|torchrun|deepspeed|horovodrun|mpirun|ray|git|conda|docker|kubectl|"
-                           r"helm|export|srun|accelerate|bash)\s+\S|[a-z][\w.-]*[_.-][\w.-]*$)")
+                           r"helm|export|srun|accelerate|bash)\s+\S|[a-z][\w.-]*[_.-][\w.-]*$|"
+                           r"[A-Za-z_][\w.]*(?:\[[^\]]*\])?\s*\+?=\s*\S)")
 
 
 def _announces(sentences: list[Sentence], i: int) -> int:
@@ -390,16 +391,24 @@ def _announced_snippets(sentences: list[Sentence]) -> list[Sentence]:
     out = list(sentences)
     for i, s in enumerate(sentences):
         n = _announces(sentences, i)
-        first = i + 1
-        if n and first < len(out) and out[first].text.startswith("```"):
-            first += 1  # a fenced block's opening line ("```bash"): the code is under it
-        for j in range(first, min(first + n, len(out))):
+        j = i + 1
+        if n and j < len(out) and out[j].text.startswith("```"):
+            j += 1  # a fenced block's opening line ("```bash"): the code is under it
+        comments = 0
+        while n and j < len(out):
             nxt = out[j]
+            # a comment labelling the line under it ("# For Jax users") comes with the code, uncounted (one
+            # that reads as a sentence stays one: it announces the line under it itself)
+            label = (comments < SNIPPET_LINES and nxt.role in (CODE, HEADING, FURNITURE) and j + 1 < len(out)
+                     and _COMMENT.match(nxt.text) is not None and out[j + 1].role in (CODE, HEADING, FURNITURE)
+                     and len(nxt.text) <= SNIPPET_CHARS)
             # a command too short for a sentence is furniture by length ("deepspeed --include localhost:0,1 ...")
-            if nxt.role not in (CODE, HEADING, FURNITURE) or nxt.page != s.page or not _snippet_line(nxt.text) or \
-                    nxt.role != CODE and not _code_like(nxt.text):
+            if nxt.page != s.page or not label and (
+                    nxt.role not in (CODE, HEADING, FURNITURE) or not _snippet_line(nxt.text)
+                    or nxt.role != CODE and not _code_like(nxt.text)):
                 break
             out[j] = Sentence(nxt.doc_id, nxt.start, nxt.end, nxt.text, SNIPPET, nxt.page, nxt.section)
+            comments, n, j = comments + label, n - (not label), j + 1
     return out
 
 
