@@ -32,7 +32,10 @@ a fixed order).
 
 ``--cache FILE`` keeps the gathered candidates (retrieval is most of the run) so that a refit after a
 change of features or model reuses them; ``--validate dev.jsonl`` scores the fitted selector on a
-validation set beside the cross-validation, fitting nothing on it.
+validation set beside the cross-validation, fitting nothing on it. ``--heldout`` (by default
+``bench/heldout/questions-*.jsonl``) does the same for training-style questions written after the fit's own and
+kept out of it: what the selector does on questions it never saw, with their evidence sentences (so the best
+sentence and the gold source are scored too) and kind by kind.
 """
 
 from __future__ import annotations
@@ -49,6 +52,7 @@ import statistics
 import sys
 import time
 import unicodedata
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -352,6 +356,11 @@ def refuse_cut(items: list[Item], scores: list[np.ndarray], topic_cut: float) ->
                      for it, s in zip(items, scores, strict=True) if not it.absent and not off_topic(it, topic_cut)])
 
 
+def _numbered(name: str) -> list:
+    """A file name's sort key with its numbers as numbers: questions-10 after questions-9."""
+    return [int(t) if t.isdigit() else t for t in re.split(r"(\d+)", name)]
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--home", required=True, help="a built home over the snapshot (bench/build_snapshot.py)")
@@ -361,10 +370,11 @@ def main() -> None:
     ap.add_argument("--limit", type=int, default=0, help="only the first N questions (a quick trial)")
     ap.add_argument("--cache", type=Path, help="keep the gathered candidates here, and reuse them when they match")
     ap.add_argument("--validate", type=Path, help="a validation set (dev.jsonl) scored beside the cross-validation")
+    ap.add_argument("--heldout", default=str(ROOT / "bench/heldout/questions-*.jsonl"),
+                    help="glob of held-out training-style questions, scored and never fitted on ('' for none)")
     args = ap.parse_args()
     # in the files' numbered order: questions-10 after questions-9
-    files = sorted(glob.glob(args.questions),
-                   key=lambda f: [int(t) if t.isdigit() else t for t in re.split(r"(\d+)", f)])
+    files = sorted(glob.glob(args.questions), key=_numbered)
     if any(Path(f).name == "dev.jsonl" for f in files):
         sys.exit("dev.jsonl is for validation only: the selector is never fitted on it")
     sourced = [(Path(f).name, json.loads(line)) for f in files
@@ -418,6 +428,27 @@ def main() -> None:
                               max_words, read_on, topic_cut, diversity)
         validation.pop("top1_positive")  # its labels need evidence sentences, which a validation set lacks
         validation.pop("gold_cited")  # dmlqa eval's citation_hit_rate is the measure there (gold URLs only)
+    heldout = None
+    held_files = sorted(glob.glob(args.heldout), key=_numbered) if args.heldout else []
+    if held_files:  # scored only, as the validation set: the fit above read none of these
+        hq = [json.loads(line) for f in held_files for line in Path(f).read_text(encoding="utf-8").splitlines()
+              if line.strip()]
+        cache = args.cache.with_suffix(".heldout" + args.cache.suffix) if args.cache else None
+        hitems = collect(kb, hq, cache)
+        hscores = [final.score_pool(it.pool, model) for it in hitems]
+
+        def scored(keep: Callable[[dict], bool]) -> dict:
+            chosen = [i for i, it in enumerate(hitems) if keep(it.q)]
+            return evaluate([hitems[i] for i in chosen], [hscores[i] for i in chosen], add_above, refuse_below,
+                            max_words, read_on, topic_cut, diversity)
+        heldout = {"files": [Path(f).name for f in held_files], "questions": len(hitems),
+                   "answerable": sum(1 for q in hq if q.get("answerable", True)), **scored(lambda q: True),
+                   "key_term_stated_by_kind": {kind: scored(lambda q, k=kind: q.get("kind") == k)["key_term_stated"]
+                                               for kind in dict.fromkeys(q.get("kind") for q in hq
+                                                                         if q.get("answerable", True))},
+                   "refusal_by_kind": {kind: scored(lambda q, k=kind: q.get("kind") == k)["refusal_accuracy"]
+                                       for kind in dict.fromkeys(q.get("kind") for q in hq
+                                                                 if not q.get("answerable", True))}}
     results = {
         "questions": len(items),
         "answerable": sum(1 for it in items if it.q.get("answerable", True)),
@@ -452,6 +483,7 @@ def main() -> None:
             add_above, refuse_below, max_words, read_on, topic_cut, diversity)["key_term_stated"]
             for name in dict.fromkeys(f for f, q in sourced if q.get("answerable", True))},
         "validation": {"file": args.validate.name, **validation} if validation else None,
+        "heldout": heldout,
         "cross_validation_by_add_above_max_words_read_on_diversity": {" ".join(map(str, k)): v
                                                                       for k, v in grid.items()},
         "weights": dict(zip(FEATURES, [round(float(c), 4) for c in final.coef], strict=True)),
@@ -460,7 +492,7 @@ def main() -> None:
     shown = ("evidence_among_candidates", "add_above", "max_words", "read_on", "diversity", "refuse_below",
              "off_topic_margin",
              "cross_validation",
-             "validation")
+             "validation", "heldout")
     print(json.dumps({k: results[k] for k in shown}, indent=1))
 
 
