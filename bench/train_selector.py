@@ -299,14 +299,17 @@ def evaluate(items: list[Item], scores: list[np.ndarray], add_above: float, refu
         cited.append(not refused and bool(urls & gold_sources(it)))
         if not refused:
             words.append(n_words)
+    def share(flags: list) -> float | None:  # None where there is nothing to count (no answerable question)
+        return round(statistics.mean(flags), 4) if flags else None
+
     return {
-        "key_term_stated": round(statistics.mean(stated), 4),
-        "keyword_hit_rate": round(statistics.mean(kw_share), 4),
-        "refusal_accuracy": round(statistics.mean(refused_un), 4) if refused_un else None,
-        "false_refusal_rate": round(statistics.mean(refused_ans), 4),
+        "key_term_stated": share(stated),
+        "keyword_hit_rate": share(kw_share),
+        "refusal_accuracy": share(refused_un),
+        "false_refusal_rate": share(refused_ans),
         "median_words": statistics.median(words) if words else 0,
-        "gold_cited": round(statistics.mean(cited), 4),
-        "top1_positive": round(statistics.mean(top1), 4),
+        "gold_cited": share(cited),
+        "top1_positive": share(top1),
     }
 
 
