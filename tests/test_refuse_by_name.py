@@ -225,6 +225,13 @@ def test_a_near_miss_is_refused_and_shows_the_close_match(version: IndexVersion,
     assert cites[0].doc_id == unknown.near_doc and any(near in p for p in PASSAGES[cites[0].url][1])
 
 
+def test_an_acronyms_nearest_spelling_is_an_acronym(version: IndexVersion) -> None:
+    (unknown,) = unknown_names(version, "Does MPIX pass the parameters?")
+    assert (unknown.name, unknown.near) == ("MPIX", "MPI")
+    (unknown,) = unknown_names(version, "How does RAYX schedule its tasks?")
+    assert (unknown.name, unknown.near) == ("RAYX", None)  # "Ray" is as close a spelling, but no acronym
+
+
 @pytest.mark.parametrize(("name", "urls"), [
     ("Grid Labs", {"https://github.com/gridlabs/k8s-train"}),  # closed up in the address
     ("k8s train", {"https://github.com/gridlabs/k8s-train"}),  # a hyphen there, a space here

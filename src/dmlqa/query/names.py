@@ -377,6 +377,7 @@ def _near(version: IndexVersion, name: str, hits: Sequence[Hit],
     if terms:
         texts += row_texts(version, rows_with(version, terms, every=False)[:60])
     target, shape = name.lower(), _shape(name)
+    capitals = not any(ch.islower() for ch in name)
     width = len(name.split())
     best: tuple[float, bool, str, str] | None = None
     looks_like: dict[str, bool] = {}  # the same words recur over the texts; each costs a lexicon lookup
@@ -407,6 +408,8 @@ def _near(version: IndexVersion, name: str, hits: Sequence[Hit],
                     matcher = difflib.SequenceMatcher(None, target, low)
                     ratios[low] = matcher.ratio() if matcher.quick_ratio() >= NEAR_RATIO else 0.0
                 key = (ratios[low], _shape(span) == shape)
+                if capitals and not key[1]:
+                    continue  # an acronym's nearest is an acronym: "Tal" (an author) is no spelling of "TACCL"
                 if key[0] >= NEAR_RATIO and (best is None or key > best[:2]):
                     best = (*key, span, doc_id)
     return (best[2], best[3]) if best else (None, None)
