@@ -22,8 +22,8 @@ answer a different question. So the names a question uses are checked against th
 Short acronyms (three capitals, or capitals with digits) are no names on their own: users and documents
 spell them differently ("FP8" vs "8-bit floating point", "GPU"), so their absence proves little; inside a run
 they count ("Vertex AI"). Four capitals or more name one thing (NCCL, TACCL, NIXL), and so does a module
-path (``torch.distributed.pipelining``): on bench/train's 1,632 answerable questions neither refused one,
-and they caught 9 more of the 213 unanswerable ones (0.901 to 0.939).
+path (``torch.distributed.pipelining``): on the 1,632 answerable questions of bench/train and bench/heldout
+neither refused one, and they caught 9 more of their 213 unanswerable ones (0.901 to 0.939).
 """
 
 from __future__ import annotations
