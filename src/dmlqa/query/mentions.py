@@ -157,9 +157,13 @@ class Evidence:
         pattern = phrase(name)
         if any(pattern.search(t) for t in self.hit_texts) or self.headings.holding(name):
             return True
-        key = tuple(sorted(set(tokenize(name))))
-        if key not in self._rows:
-            self._rows[key] = rows_with(self.version, key, every=True)
-        rows = self._rows[key]
+        return self.stored_match(tuple(sorted(set(tokenize(name)))), pattern)
+
+    def stored_match(self, terms: tuple[str, ...], pattern: re.Pattern[str]) -> bool:
+        """Does a stored passage holding every one of ``terms`` match ``pattern``? The passages are read in
+        batches, stopping at the first that does; the rows for the same ``terms`` are looked up once."""
+        if terms not in self._rows:
+            self._rows[terms] = rows_with(self.version, terms, every=True)
+        rows = self._rows[terms]
         return any(pattern.search(t) for b in range(0, len(rows), BATCH_ROWS)
                    for _, t in row_texts(self.version, rows[b : b + BATCH_ROWS]))

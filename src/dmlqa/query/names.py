@@ -322,9 +322,7 @@ def _release_met(evidence: Evidence, words: list[str], release: str) -> bool:
     number = re.escape(release.lstrip("v"))
     named = "|".join(re.escape(w) for w in words if tokenize(w)) or "(?!)"  # no word to write it after: never
     pattern = re.compile(rf"(?:{named}){MARK}[^\w\n]{{0,3}}v?{number}(?![\w]|\.\d)", re.I)
-    rows = rows_with(evidence.version, tokenize(" ".join(words)), every=True)
-    return any(pattern.search(t) for b in range(0, len(rows), BATCH_ROWS)
-               for _, t in row_texts(evidence.version, rows[b : b + BATCH_ROWS]))
+    return evidence.stored_match(tuple(tokenize(" ".join(words))), pattern)
 
 
 def _meets_in_address(evidence: Evidence, words: list[str]) -> bool:
