@@ -359,6 +359,11 @@ def refuse_cut(items: list[Item], scores: list[np.ndarray], topic_cut: float) ->
                      for it, s in zip(items, scores, strict=True) if not it.absent and not off_topic(it, topic_cut)])
 
 
+def _questions(path: Path) -> list[dict]:
+    """The questions of a JSON Lines file, one object a line (blank lines skipped)."""
+    return [json.loads(line) for line in path.read_text(encoding="utf-8").splitlines() if line.strip()]
+
+
 def _numbered(name: str) -> list:
     """A file name's sort key with its numbers as numbers: questions-10 after questions-9."""
     return [int(t) if t.isdigit() else t for t in re.split(r"(\d+)", name)]
@@ -380,8 +385,7 @@ def main() -> None:
     files = sorted(glob.glob(args.questions), key=_numbered)
     if any(Path(f).name == "dev.jsonl" for f in files):
         sys.exit("dev.jsonl is for validation only: the selector is never fitted on it")
-    sourced = [(Path(f).name, json.loads(line)) for f in files
-               for line in Path(f).read_text(encoding="utf-8").splitlines() if line.strip()]
+    sourced = [(Path(f).name, q) for f in files for q in _questions(Path(f))]
     if args.limit:
         sourced = sourced[:: max(1, len(sourced) // args.limit)][: args.limit]
     questions = [q for _, q in sourced]
@@ -424,7 +428,7 @@ def main() -> None:
     Path(args.out).write_text(compact_lists(json.dumps(final.to_json(), indent=1)) + "\n", encoding="utf-8")
     validation = None
     if args.validate:  # scored only: nothing above saw these questions
-        held = [json.loads(line) for line in args.validate.read_text(encoding="utf-8").splitlines() if line.strip()]
+        held = _questions(args.validate)
         cache = args.cache.with_suffix(".validate" + args.cache.suffix) if args.cache else None
         vitems = collect(kb, held, cache)
         validation = evaluate(vitems, [final.score_pool(it.pool, model) for it in vitems], add_above, refuse_below,
@@ -434,8 +438,7 @@ def main() -> None:
     heldout = None
     held_files = sorted(glob.glob(args.heldout), key=_numbered) if args.heldout else []
     if held_files:  # scored only, as the validation set: the fit above read none of these
-        hq = [json.loads(line) for f in held_files for line in Path(f).read_text(encoding="utf-8").splitlines()
-              if line.strip()]
+        hq = [q for f in held_files for q in _questions(Path(f))]
         cache = args.cache.with_suffix(".heldout" + args.cache.suffix) if args.cache else None
         hitems = collect(kb, hq, cache)
         hscores = [final.score_pool(it.pool, model) for it in hitems]
