@@ -317,6 +317,44 @@ Results text.
 """
 
 
+CODE_PAGE = """<!DOCTYPE html><html><head><meta charset="utf-8"><title>Ray Train with DeepSpeed</title></head>
+<body><article><h1>Ray Train with DeepSpeed</h1>
+<p>You can use your existing DeepSpeed training code with Ray Train and keep the workflow you already know.
+Install the packages with <code>pip install deepspeed</code> before anything else on every node.</p>
+<pre><code>def train_func():
+    # Prepare everything for distributed training
+    model, optimizer = deepspeed.initialize(model=model)
+
+    # Define the GPU device for the current worker
+    device = get_accelerator().device_name(model.local_rank)
+</code></pre>
+<p>Then launch the trainer with the scaling configuration of your cluster and watch the loss go down.</p>
+</article></body></html>"""
+
+
+def test_html_code_blocks_are_fenced_and_their_comments_are_no_headings() -> None:
+    ex = extract_bytes(CODE_PAGE.encode(), "text/html", url="https://docs.example.org/deepspeed")
+    lines = ex.text.split("\n")
+    opening = lines.index("```")
+    # the block's lines between two fences, its blank line kept inside; the prose around stays outside
+    assert lines[opening + 1] == "def train_func():" and "```" in lines[opening + 2:]
+    closing = opening + 1 + lines[opening + 1:].index("```")
+    assert "device = get_accelerator().device_name(model.local_rank)" in lines[opening:closing]
+    assert "# Define the GPU device for the current worker" in lines[opening:closing]
+    assert lines[closing + 1].startswith("Then launch the trainer")
+    # inline code stays in its sentence, unfenced; a comment in code opens no section
+    assert any("with pip install deepspeed before" in line for line in lines[:opening])
+    assert [b.section for b in ex.blocks] == ["Ray Train with DeepSpeed"]
+
+
+def test_markdown_code_keeps_its_fences() -> None:
+    ex = extract_bytes(MARKDOWN.encode(), "text/markdown")
+    setup = ex.blocks[1].text.split("\n")
+    at = setup.index("```")
+    assert setup[at:at + 4] == ["```", "# install deepspeed first: this is a comment, not a heading",
+                                "pip install deepspeed", "```"]
+
+
 def test_markdown_headings_become_sections() -> None:
     ex = extract_bytes(MARKDOWN.encode(), "text/markdown")
     assert ex.content_type == "markdown" and ex.title == "ZeRO tutorial"

@@ -11,6 +11,7 @@ from dmlqa.extract.sentences import (
     FURNITURE,
     HEADING,
     ITEM,
+    LISTING,
     PROSE,
     REFERENCE,
     ROW,
@@ -544,3 +545,94 @@ def test_a_heading_glued_before_the_quoted_sentence_is_left_out_of_the_answer() 
     body, cites = compose(chosen, [hit])
     assert body == "Tip 7: We suggest the order TP, SP-Ulysses, SP-Ring, ZeRO-DP, PP. [1]"
     assert cites[0].quote == text[len("TECHNICAL REPORT "):]  # still the source's text, a reader finds it there
+
+
+def test_a_code_blocks_lines_are_code_and_a_comment_in_it_announces_the_line_under_it() -> None:
+    """Between fences every line is code: "model = ..." is no sentence and "# Start training" no heading. A
+    comment that reads as a sentence says what the line under it does, and is quoted with it."""
+    d = doc("Use your DeepSpeed training code with Ray Train's TorchTrainer.\n```\ndef train_func():\n"
+            "# Define the GPU device for the current worker\ndevice = get_accelerator().device_name(model.local_rank)\n"
+            "# Start training\nfor epoch in range(num_epochs):\nmodel = train_one_epoch(model, device)\n```\n"
+            "Then launch the trainer with the scaling configuration of your cluster.")
+    # the other lines are a listing under the sentence over the block; the short comment is neither
+    assert roles(d) == [
+        (PROSE, "Use your DeepSpeed training code with Ray Train's TorchTrainer."), (CODE, "```"),
+        (LISTING, "def train_func():"), (PROSE, "# Define the GPU device for the current worker"),
+        (SNIPPET, "device = get_accelerator().device_name(model.local_rank)"), (CODE, "# Start training"),
+        (LISTING, "for epoch in range(num_epochs):"), (LISTING, "model = train_one_epoch(model, device)"),
+        (CODE, "```"), (PROSE, "Then launch the trainer with the scaling configuration of your cluster.")]
+    body = _answer("How do I get the GPU device of the current worker in a Ray Train function?", d, 2)
+    assert body == ("Define the GPU device for the current worker [1]\n```\n"
+                    "device = get_accelerator().device_name(model.local_rank)\n```")
+
+
+def test_a_code_line_under_a_fence_is_quoted_with_the_sentence_announcing_it() -> None:
+    """The snippet itself may be the best candidate: it reaches back over the unstored fence to its sentence."""
+    d = doc("On the first machine, start the head node with:\n```\nray start --head --port=6379\n```\n"
+            "Then connect the workers of the cluster to it.")
+    ss = split_document(d)
+    cands = [Candidate(0, "d", o, s.text, s.role, None) for o, s in enumerate(ss) if s.quotable]
+    assert [c.role for c in cands] == [PROSE, SNIPPET, PROSE]
+    by_ordinal = {c.ordinal: c for c in cands}
+    # the last sentence leads; the snippet, second best, comes with its sentence, which alone would not be added
+    chosen = choose("What command starts the head node?", cands, np.array([0.0, 0.8, 0.9]), add_above=0.5,
+                    neighbour=lambda c, step: by_ordinal.get(c.ordinal + step))
+    assert [c.text for c in chosen] == ["Then connect the workers of the cluster to it.",
+                                        "On the first machine, start the head node with:",
+                                        "ray start --head --port=6379"]
+
+
+def test_a_fence_left_open_opens_no_code_block() -> None:
+    d = doc("Wrap a fenced block in three backticks on a line of their own:\n```\n"
+            "The sentence after it is still a sentence of the page, not code.")
+    assert roles(d)[-1] == (PROSE, "The sentence after it is still a sentence of the page, not code.")
+
+
+def test_figures_of_a_plot_or_table_run_into_a_line_are_furniture() -> None:
+    assert classify("Accept Stage 1 Reject Accept Decoding Load Prefill Load 1 0.5 0 1 0.5 0 1 0.5 0 (a) Early "
+                    "Rejection.") == FURNITURE
+    assert classify("Attention heads Hidden size per head Scaling Efficiency 16 192 82% 24 128 80% 32 96 77% "
+                    "Table 8.") == FURNITURE
+    # numbers that prose lists, with commas and words between, are prose; a markdown row is a row
+    assert classify("Models with 5T, 10T and 20T parameters reach 44, 43 and 34 TFlops per GPU, respectively.") == PROSE
+    assert classify("The corresponding percentage is (0, 0, 100, 0, 100, 0) for the six stages.") == PROSE
+    table = doc("| GPUs | 1 | 2 | 4 | 8 |\n|---|---|---|---|---|\n| Speedup | 1.0 | 1.6 | 2.3 | 2.9 |")
+    assert [r for r, _ in roles(table)] == [ROW, CODE, ROW]
+
+
+def test_a_line_deep_in_a_listing_is_quoted_under_the_sentence_over_its_block() -> None:
+    """Twenty lines under "This example runs a parallel grid search ...", the line a question asks for is quoted
+    under that sentence, the lines between left out; a line under a comment comes under the comment."""
+    listing = "\n".join(f"step_{n} = run_step({n}, alpha, beta)" for n in range(12))
+    d = doc("This example runs a parallel grid search to optimize an example objective function.\n```\n"
+            f"from ray import tune\n{listing}\n"
+            'print("Best config: ", analysis.get_best_config(metric="mean_loss", mode="min"))\n```\n'
+            "If TensorBoard is installed, it shows all trial results of the search.")
+    ss = split_document(d)
+    assert [s.role for s in ss].count(LISTING) == 14
+    cands = [Candidate(0, "d", o, s.text, s.role, None) for o, s in enumerate(ss) if s.quotable]
+    by_ordinal = {c.ordinal: c for c in cands}
+    best = [i for i, c in enumerate(cands) if "get_best_config" in c.text][0]
+    scores = np.zeros(len(cands))
+    scores[best] = 1.0
+    chosen = choose("How do I get the best config after a Ray Tune grid search?", cands, scores, add_above=0.5,
+                    neighbour=lambda c, step: by_ordinal.get(c.ordinal + step))
+    hit = Hit(rank=1, score=1.0, doc_id="d", url="https://x.org/d", title="Ray", page=None, section=None, text="")
+    body, cites = compose(chosen, [hit])
+    assert body == ("This example runs a parallel grid search to optimize an example objective function. [1]\n```\n…\n"
+                    'print("Best config: ", analysis.get_best_config(metric="mean_loss", mode="min"))\n```')
+    assert cites[0].quote.startswith("This example runs")
+    # code under no sentence (a heading over it) is not quoted
+    bare = doc("Quick start\n```\nfrom ray import tune\nanalysis = tune.run(training_function)\n```")
+    assert LISTING not in [r for r, _ in roles(bare)]
+
+
+def test_a_short_line_leading_into_a_code_block_announces_it() -> None:
+    """"Install the requirements:" is too short for a sentence, but over a code block it says what the code is."""
+    d = doc("Install the requirements:\n```\n"
+            'pip install deepspeed torch datasets transformers torchmetrics "ray[train]"\n```\n'
+            "Installation\n```\npip install ray\n```")
+    got = roles(d)
+    assert got[:3] == [(PROSE, "Install the requirements:"), (CODE, "```"),
+                       (SNIPPET, 'pip install deepspeed torch datasets transformers torchmetrics "ray[train]"')]
+    assert (HEADING, "Installation") in got and (CODE, "pip install ray") in got  # a title over code leads nowhere

@@ -22,6 +22,7 @@ from dmlqa.errors import ExtractError
 from dmlqa.extract.facts import clean_authors, split_authors, year_of
 from dmlqa.extract.text import (
     ATX_HEADING,
+    CODE_FENCE,
     SETEXT_RULE,
     Extracted,
     clean_text,
@@ -61,6 +62,8 @@ PRUNE_XPATH = [
 #: Pages with more block elements than this are extracted without trafilatura's fallback extractors
 #: (see :func:`extract_html`). The longest page of the snapshot has 776; the fallbacks cost ~1 s at 3,000.
 FALLBACK_MAX_BLOCKS = 3000
+#: Elements of trafilatura's output a <code> sits in when it is code inline in text, not a code block.
+_INLINE_PARENTS = ("p", "head", "hi", "ref", "cell", "quote", "item")
 _BLOCK_TAGS = ("p", "div", "td", "th", "tr", "li", "dd", "dt", "pre", "blockquote", "h1", "h2", "h3", "h4", "h5", "h6")
 #: trafilatura's "extensive" date search reads the footer's "© 2026" as a publication date.
 DATE_PARAMS = {"extensive_search": False, "original_date": True}
@@ -239,13 +242,30 @@ def _html_blocks(text: str, body: lxml.etree._Element | None) -> list[Block]:
     """
     heads: deque[str] = deque()
     code_lines: set[str] = set()
+    block_lines: set[str] = set()  # the lines of code blocks (a <pre>), not of code inline in a sentence
     if body is not None:
         heads.extend(h for h in (norm_space("".join(el.itertext())) for el in body.iter("head")) if h)
         for el in body.iter("code"):
-            code_lines.update(norm_space(line) for line in "".join(el.itertext()).split("\n"))
+            lines = {norm_space(line) for line in "".join(el.itertext()).split("\n")}
+            code_lines.update(lines)
+            parent = el.getparent()
+            if len(lines - {""}) > 1 or parent is None or parent.tag not in _INLINE_PARENTS:
+                block_lines.update(lines)
+    block_lines.discard("")
     items: list[tuple[str, str | None]] = []
-    for line in text.split("\n"):
+    lines = text.split("\n")
+    code = _code_runs([norm_space(line) for line in lines], block_lines)
+    fenced = False
+    for line, in_code in zip(lines, code, strict=True):
         n = norm_space(line)
+        if in_code != fenced:
+            # trafilatura's text loses the page's code blocks: fenced, their lines are known as code (a "# ..."
+            # comment in one is no heading, "model = ..." no sentence) and the LLM reads them as code too
+            items.append((CODE_FENCE, None))
+            fenced = in_code
+        if fenced:
+            items.append((line, None))
+            continue
         # Look a few headings ahead: trafilatura may drop a heading from the text but not the tree.
         hit = next((i for i, h in enumerate(list(heads)[:4]) if h == n), None) if n else None
         if hit is not None:
@@ -271,7 +291,20 @@ def _html_blocks(text: str, body: lxml.etree._Element | None) -> list[Block]:
                 items[-1] = (heading, heading)
                 continue
         items.append((line, None))
+    if fenced:
+        items.append((CODE_FENCE, None))
     return sectionize(items)
+
+
+def _code_runs(lines: list[str], block_lines: set[str]) -> list[bool]:
+    """Which of the (whitespace-normalised) lines are code: those of a code block, and a blank line
+    between two of them (a function's blank line does not end its listing)."""
+    code = [bool(n) and n in block_lines for n in lines]
+    for i, n in enumerate(lines):
+        if not n and 0 < i and code[i - 1]:
+            j = next((k for k in range(i + 1, len(lines)) if lines[k]), None)
+            code[i] = j is not None and code[j]
+    return code
 
 
 def _word_count(blocks: Iterable[Block], title: str | None) -> int:

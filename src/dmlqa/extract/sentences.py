@@ -15,19 +15,25 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 
 from dmlqa.extract.reference_entries import reference_zone
-from dmlqa.extract.tables import TABLE_LABEL
-from dmlqa.extract.textscan import count_upto, holds, letter_count, lowered, may_hold
+from dmlqa.extract.tables import TABLE_LABEL, text_table_rows
+from dmlqa.extract.textscan import LINKING, count_upto, holds, letter_count, lowered, may_hold, number_run
 from dmlqa.models import BLOCK_SEPARATOR, Document
 
 #: Roles a sentence may have; only QUOTABLE ones are stored for an answer. A SNIPPET (a code or
 #: command line that a sentence ending in ':', a code comment or a prose sentence right before a short
-#: run of command lines announces) is quoted only with that sentence, never alone. A ROW is one row of
-#: a table (a markdown row, or a line of a PDF table above or below its "Table N:" caption).
-PROSE, ITEM, HEADING, FURNITURE, CODE, CAPTION, REFERENCE, SNIPPET, ROW = (
-    "prose", "item", "heading", "furniture", "code", "caption", "reference", "snippet", "row")
-QUOTABLE = (PROSE, ITEM, SNIPPET, ROW)
+#: run of command lines announces) is quoted only with that sentence, never alone. A LISTING line is any
+#: other line of a code block right under a sentence, which says what the code is: quoted under that
+#: sentence (or a comment above it in the code), the lines between left out. A ROW is one row of a table
+#: (a markdown row, or a line of a PDF table above or below its "Table N:" caption).
+PROSE, ITEM, HEADING, FURNITURE, CODE, CAPTION, REFERENCE, SNIPPET, ROW, LISTING = (
+    "prose", "item", "heading", "furniture", "code", "caption", "reference", "snippet", "row", "listing")
+QUOTABLE = (PROSE, ITEM, SNIPPET, ROW, LISTING)
+#: The roles of code lines that are quoted (under the sentence saying what they are).
+QUOTED_CODE = (SNIPPET, LISTING)
 #: At most this many lines, each at most this long, make an announced snippet.
 SNIPPET_LINES, SNIPPET_CHARS = 3, 120
+#: A line of a listing longer than this is not quoted (a command with all its flags is ~150 characters).
+LISTING_CHARS = 200
 #: A table row longer than this is no row worth quoting alone (a cell holding a paragraph).
 ROW_CHARS = 200
 #: Length bounds of a quotable sentence (characters, words); the chat UI reads the same numbers.
@@ -112,13 +118,11 @@ def _sentences(text: str, start: int, end: int, base: int) -> Iterator[tuple[int
         yield base + start, base + end
 
 
-#: Small words a wrapped line of prose may stop on (articles, prepositions, conjunctions, copulas).
-_LINKING = "a|an|the|of|to|in|on|for|with|by|from|and|or|that|which|is|are|be|as|at|than|into|via|per"
 #: A line that stops mid-sentence: no closing punctuation, or a dangling comma, hyphen or small word.
-_OPEN_END = re.compile(rf"(?:[,\-–(]|\b(?:{_LINKING}|its|their|this|these|when|where|if|not|can|may|will|should)|"
+_OPEN_END = re.compile(rf"(?:[,\-–(]|\b(?:{LINKING}|its|their|this|these|when|where|if|not|can|may|will|should)|"
                        r"[^.!?:;\"'”’)\]|])$", re.I)
 #: A line ending on a linking word (or on a determiner): the sentence surely goes on.
-_ENDS_LINKED = re.compile(rf"\b(?:{_LINKING}|its|their|this|these)$", re.I)
+_ENDS_LINKED = re.compile(rf"\b(?:{LINKING}|its|their|this|these)$", re.I)
 #: A line that cannot continue prose: a list item, a table row, code, a quote, a heading mark.
 _NOT_CONTINUATION = re.compile(r"^\s*(?:[|#>`{}<$]|[-*•▪●◦‣]\s|\d{1,2}[.)]\s|[a-z][.)]\s|(?:import|from|def|class|"
                                r"return|for|if|while|with|print)\b)")
@@ -171,13 +175,14 @@ _PDF_HEADING_FIRST = re.compile(r"(?P<line>" + _HEADING_LINE + ")")
 HEADING_WORDS = 10
 
 
-def _paragraphs(block: str, pdf: bool) -> Iterator[tuple[int, int, bool]]:
-    """(start, end, is_list_item) of a block's paragraphs.
+def _paragraphs(block: str, pdf: bool) -> Iterator[tuple[int, int, str]]:
+    """(start, end, kind) of a block's paragraphs: PROSE, ITEM (a list item) or CODE (a line of a code block).
 
     In PDF text a newline is a line wrap, so the block is one paragraph but for the numbered section
     headings on lines of their own (:data:`_PDF_HEADING_LINE`); elsewhere (HTML, markdown)
     each line is a paragraph or a list item, which is what keeps list items apart, except a line
     that stops mid-sentence and is continued by the next (:func:`_continues`): that is one paragraph.
+    Between :data:`~dmlqa.extract.text.CODE_FENCE` lines each line is code of its own.
     """
     if pdf:
         start = 0
@@ -186,23 +191,35 @@ def _paragraphs(block: str, pdf: bool) -> Iterator[tuple[int, int, bool]]:
             if len(m.group("title").split()) > HEADING_WORDS:
                 continue
             if m.start("line") > start:
-                yield start, m.start("line"), False
-            yield m.start("line"), m.end("line"), False
+                yield start, m.start("line"), PROSE
+            yield m.start("line"), m.end("line"), PROSE
             start = m.end("line")
         if start < len(block):
-            yield start, len(block), False
+            yield start, len(block), PROSE
         return
     pos = 0
-    current: tuple[int, int, bool] | None = None
+    current: tuple[int, int, str] | None = None
     last = ""
-    for line in block.split("\n"):
-        if line.strip():
+    fenced = False
+    lines = block.split("\n")
+    fences = [i for i, line in enumerate(lines) if line.lstrip().startswith("```")]
+    fences = set(fences[: len(fences) // 2 * 2])  # in pairs: one left open (text quoting a fence) opens nothing
+    for i, line in enumerate(lines):
+        fence = i in fences
+        if fenced or fence:  # a code block's lines (and its fences) stand apart, one each
+            if current is not None:
+                yield current
+                current, last = None, ""
+            if line.strip():
+                yield pos, pos + len(line), CODE
+            fenced = fenced != fence
+        elif line.strip():
             if current is not None and _continues(last, line):
                 current = (current[0], pos + len(line), current[2])
             else:
                 if current is not None:
                     yield current
-                current = (pos, pos + len(line), _ITEM_LINE.match(line) is not None)
+                current = (pos, pos + len(line), ITEM if _ITEM_LINE.match(line) else PROSE)
             last = line
         elif current is not None:
             yield current
@@ -227,6 +244,7 @@ def split_document(doc: Document) -> list[Sentence]:
     pdf = doc.content_type in _PDF_LIKE
     refs = _reference_zone(doc)
     out: list[Sentence] = []
+    fences: list[int] = []  # where in ``out`` each code block opens and closes
     offset = 0
     for block in doc.blocks:
         if pdf and block.section and TABLE_LABEL.match(block.section):
@@ -235,8 +253,16 @@ def split_document(doc: Document) -> list[Sentence]:
                     for s, e, text in _lines(block.text) if text]
             offset += len(block.text) + len(BLOCK_SEPARATOR)
             continue
-        for p_start, p_end, item in _paragraphs(block.text, pdf):
+        for p_start, p_end, kind in _paragraphs(block.text, pdf):
             para = block.text[p_start:p_end]
+            if kind == CODE:
+                text = " ".join(para.split())
+                if text.startswith("```"):
+                    fences.append(len(out))
+                out.append(Sentence(doc.doc_id, offset + p_start, offset + p_end, text, _code_role(text), block.page,
+                                    block.section))
+                continue
+            item = kind == ITEM
             # a list item is quoted whole, but for one too long to quote: its sentences are quoted instead
             spans = [(p_start, p_end)] if item and p_end - p_start <= MAX_CHARS else list(_spans(para, p_start))
             for s, e in spans:
@@ -253,11 +279,54 @@ def split_document(doc: Document) -> list[Sentence]:
                 out.append(Sentence(doc.doc_id, offset + s, offset + e, text, role, block.page, block.section))
         if pdf and not (refs and refs[0] <= offset < refs[1]):
             out += [Sentence(doc.doc_id, offset + s, offset + e, text, ROW, block.page, block.section)
-                    for s, e, text in _pdf_table_rows(block.text)]
+                    for s, e, text in text_table_rows(block.text)]
         offset += len(block.text) + len(BLOCK_SEPARATOR)
     if pdf:
         return sorted(out, key=lambda x: (x.start, x.role == ROW))  # a row after the sentence it is glued into
-    return _announced_snippets(out)
+    return _listings(_announced_snippets(_lead_ins(out, fences)), fences)
+
+
+def _lead_ins(out: list[Sentence], fences: list[int]) -> list[Sentence]:
+    """A short line right over a code block that leads into it ("Install the requirements:", "To install the
+    latest stable version, run") is no heading: it says what the code does, as a sentence ending in ':' does."""
+    for start in fences[::2]:
+        if start and (s := out[start - 1]).role == HEADING and s.section == out[start].section and \
+                len(s.text.split()) >= 2 and (s.text.endswith(":") or _LEADS_IN.search(s.text)):
+            out[start - 1] = Sentence(s.doc_id, s.start, s.end, s.text, PROSE, s.page, s.section)
+    return out
+
+
+#: A lead-in's last word when it has no colon: "... run", "... via", "... execute".
+_LEADS_IN = re.compile(rf"\b(?:{LINKING}|run|execute|type|use|using)$", re.I)
+
+
+def _listings(out: list[Sentence], fences: list[int]) -> list[Sentence]:
+    """The code lines of each block (between the fences at ``fences``, in pairs) right under a prose sentence
+    or list item that no sentence announced become LISTING lines: "This example runs a parallel grid search
+    ..." says what the 20 lines under it are, and a question may ask for the one calling ``get_best_config``."""
+    for start, end in zip(fences[::2], fences[1::2], strict=False):
+        if start == 0 or out[start - 1].role not in (PROSE, ITEM) or out[start - 1].section != out[start].section:
+            continue
+        for j in range(start + 1, end):
+            line = out[j]
+            if line.role == CODE and _snippet_line(line.text, LISTING_CHARS):
+                out[j] = Sentence(line.doc_id, line.start, line.end, line.text, LISTING, line.page, line.section)
+    return out
+
+
+#: A code block's fence line (``CODE_FENCE``, or a markdown fence naming its language: "```bash").
+_FENCE_LINE = re.compile(r"^\s*```[\w+.-]*\s*$")
+
+
+def _code_role(text: str) -> str:
+    """The role of a line of a code block: CODE, but for a comment that reads as a sentence ("# Define the
+    GPU device for the current worker"), which is PROSE: it says what the line under it does, and announces
+    it (:func:`_announces`) as a sentence ending in ':' does."""
+    if not _COMMENT.match(text):
+        return CODE
+    said = _COMMENT.sub("", text)
+    return PROSE if (len(said.split()) >= MIN_WORDS and MIN_CHARS <= len(text) <= MAX_CHARS
+                     and not _code_tokens(said, 1) and letter_count(said) >= 0.7 * len(said)) else CODE
 
 
 def _lines(text: str) -> Iterator[tuple[int, int, str]]:
@@ -277,66 +346,12 @@ def _markdown_row(text: str) -> bool:
     return len(cells) >= 2 and any(sum(ch.isalpha() for ch in c) >= 3 for c in cells)
 
 
-def _numeric_row(line: str) -> bool:
-    """A PDF line that is a row of figures: short, at least a third of its tokens hold a digit, and it
-    does not end as a sentence or a wrapped clause does (prose lines with a number in them stay prose)."""
-    words = line.split()
-    return 0 < len(words) <= 14 and len(line) <= 100 and sum(any(ch.isdigit() for ch in w) for w in words) * 3 >= \
-        len(words) and not re.search(r"[.,;:]$", line)
-
-
-_TABLE_CAPTION_LINE = re.compile(r"^\s*Table\s*[\dIVX]+\s*[:.|]")
-#: A wrapped prose line ends on a small word; a table's header line does not.
-_DANGLING = re.compile(rf"\b(?:{_LINKING}|when|where|if)$", re.I)
-
-
-def _pdf_table_rows(block: str) -> Iterator[tuple[int, int, str]]:
-    """(start, end, text) of the rows of each small table in a PDF block's text: the runs of at least
-    two numeric lines right above or below a "Table N:" caption line, with the header line above them.
-
-    In PDF text a table is glued into the sentence around it ("... performance when the ≈ #machine ×
-    time # of jobs failure rate 100 hours 13,187 7.8% ... Table 1: Statistics ..."), a caption that is
-    never quoted, so the figure a question asks for could not be. A row alone is short and whole.
-    """
-    lines: list[tuple[int, int, str]] = []
-    pos = 0
-    for line in block.split("\n"):
-        lines.append((pos, pos + len(line), line.strip()))
-        pos += len(line) + 1
-    taken: set[int] = set()
-    for i, (_, _, text) in enumerate(lines):
-        if not _TABLE_CAPTION_LINE.match(text):
-            continue
-        above = i - 1
-        while above >= 0 and _numeric_row(lines[above][2]):
-            above -= 1
-        run = list(range(above + 1, i))
-        if len(run) < 2:  # the caption may sit above its table: skip its wrapped lines, then the rows
-            j = i
-            while j < min(i + 4, len(lines)) and not lines[j][2].endswith("."):
-                j += 1
-            k = j + 1
-            while k < len(lines) and _numeric_row(lines[k][2]):
-                k += 1
-            run, above = list(range(j + 1, k)), -1
-        if len(run) < 2:
-            continue
-        header = lines[above][2] if above >= 0 else ""
-        if header and len(header) <= 80 and not _DANGLING.search(header) and not header.endswith(".") \
-                and sum(ch.isalpha() for ch in header) >= 3:
-            run.insert(0, above)
-        for r in run:
-            if r not in taken:
-                taken.add(r)
-                yield lines[r][0], lines[r][1], " ".join(lines[r][2].split())
-
-
-def _snippet_line(text: str) -> bool:
-    """A line of code or a command short enough to quote: not a table row, a fence, a lone bracket or
-    BibTeX, nor a markdown heading (a ``#`` line is code only when it holds code: commented-out code)."""
+def _snippet_line(text: str, chars: int = SNIPPET_CHARS) -> bool:
+    """A line of code or a command short enough to quote (``chars``): not a table row, a fence, a lone bracket
+    or BibTeX, nor a markdown heading (a ``#`` line is code only when it holds code: commented-out code)."""
     if text.startswith("# ") and not _CODE_TOKENS.search(text):
         return False
-    return (len(text) <= SNIPPET_CHARS and sum(ch.isalpha() for ch in text) >= 3
+    return (len(text) <= chars and sum(ch.isalpha() for ch in text) >= 3
             and not re.match(r"^(?:\||```|@\w+\{)", text))
 
 
@@ -371,13 +386,15 @@ def _announces(sentences: list[Sentence], i: int) -> int:
         return SNIPPET_LINES  # "... by setting the following in the config file."
     if _COMMENT.match(s.text):
         return 1
+    first = i + 1 + (i + 1 < len(sentences) and _FENCE_LINE.match(sentences[i + 1].text) is not None)
     run = 0
     # the role first: it is free, and _COMMAND_LINE backtracks over every word of a prose sentence
-    while i + 1 + run < len(sentences) and sentences[i + 1 + run].role in (CODE, HEADING) and \
-            _COMMAND_LINE.match(sentences[i + 1 + run].text):
+    while first + run < len(sentences) and sentences[first + run].role in (CODE, HEADING) and \
+            _COMMAND_LINE.match(sentences[first + run].text):
         run += 1
-    after = sentences[i + 1 + run] if i + 1 + run < len(sentences) else None
-    ends = after is None or after.role in (PROSE, ITEM) or after.role == HEADING and not _COMMAND_LINE.match(after.text)
+    after = sentences[first + run] if first + run < len(sentences) else None
+    ends = after is None or after.role in (PROSE, ITEM) or after.role == HEADING and not _COMMAND_LINE.match(
+        after.text) or _FENCE_LINE.match(after.text) is not None  # a code block's end
     return run if 0 < run <= SNIPPET_LINES and ends else 0
 
 
@@ -509,6 +526,8 @@ def classify(text: str, role: str = PROSE, *, title: str = "") -> str:
         return REFERENCE  # about a cited work named only by its number: a fragment once the marker goes
     if _TREE.search(text) or "```" in text:
         return CODE  # a directory tree drawn with box characters ("│ ├── distributed/"), a markdown code fence
+    if not _markdown_row(text) and number_run(text):
+        return FURNITURE  # a plot's ticks or a table's figures run into a line ("1 0.5 0 1 0.5 0 Prefill Load")
     code_hits = _code_tokens(text, 3)
     letters = letter_count(text)
     if (code_hits >= 3 or (code_hits and letters < 0.6 * n) or letters < 0.5 * n) and not _reads_as_prose(text, words):

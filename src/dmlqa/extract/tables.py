@@ -17,8 +17,10 @@ from __future__ import annotations
 import io
 import logging
 import re
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
+
+from dmlqa.extract.textscan import LINKING
 
 log = logging.getLogger(__name__)
 logging.getLogger("pdfminer").setLevel(logging.ERROR)  # it warns about every odd font, as pypdf does
@@ -169,3 +171,60 @@ def _unstack(cells: list[str | None]) -> list[list[str | None]]:
                 sub.append(parts[k] if len(parts) == n else c)
         out.append(sub)
     return out
+
+
+# -- tables in the text layer ----------------------------------------------------------------------
+
+
+def _numeric_row(line: str) -> bool:
+    """A PDF line that is a row of figures: short, at least a third of its tokens hold a digit, and it
+    does not end as a sentence or a wrapped clause does (prose lines with a number in them stay prose)."""
+    words = line.split()
+    return 0 < len(words) <= 14 and len(line) <= 100 and sum(any(ch.isdigit() for ch in w) for w in words) * 3 >= \
+        len(words) and not re.search(r"[.,;:]$", line)
+
+
+_TABLE_CAPTION_LINE = re.compile(r"^\s*Table\s*[\dIVX]+\s*[:.|]")
+#: A wrapped prose line ends on a small word; a table's header line does not.
+_DANGLING = re.compile(rf"\b(?:{LINKING}|when|where|if)$", re.I)
+
+
+def text_table_rows(block: str) -> Iterator[tuple[int, int, str]]:
+    """(start, end, text) of the rows of each small table in a PDF block's text: the runs of at least
+    two numeric lines right above or below a "Table N:" caption line, with the header line above them.
+
+    In PDF text a table is glued into the sentence around it ("... performance when the ≈ #machine ×
+    time # of jobs failure rate 100 hours 13,187 7.8% ... Table 1: Statistics ..."), a caption that is
+    never quoted, so the figure a question asks for could not be. A row alone is short and whole.
+    """
+    lines: list[tuple[int, int, str]] = []
+    pos = 0
+    for line in block.split("\n"):
+        lines.append((pos, pos + len(line), line.strip()))
+        pos += len(line) + 1
+    taken: set[int] = set()
+    for i, (_, _, text) in enumerate(lines):
+        if not _TABLE_CAPTION_LINE.match(text):
+            continue
+        above = i - 1
+        while above >= 0 and _numeric_row(lines[above][2]):
+            above -= 1
+        run = list(range(above + 1, i))
+        if len(run) < 2:  # the caption may sit above its table: skip its wrapped lines, then the rows
+            j = i
+            while j < min(i + 4, len(lines)) and not lines[j][2].endswith("."):
+                j += 1
+            k = j + 1
+            while k < len(lines) and _numeric_row(lines[k][2]):
+                k += 1
+            run, above = list(range(j + 1, k)), -1
+        if len(run) < 2:
+            continue
+        header = lines[above][2] if above >= 0 else ""
+        if header and len(header) <= 80 and not _DANGLING.search(header) and not header.endswith(".") \
+                and sum(ch.isalpha() for ch in header) >= 3:
+            run.insert(0, above)
+        for r in run:
+            if r not in taken:
+                taken.add(r)
+                yield lines[r][0], lines[r][1], " ".join(lines[r][2].split())

@@ -98,15 +98,18 @@ def sectionize(items: Iterable[tuple[str, str | None]]) -> list[Block]:
 
 # -- markdown and plain text -----------------------------------------------------------------------
 _FENCE = re.compile(r"^ {0,3}(`{3,}|~{3,})")
+#: The line opening and closing a code block in the extracted text of any format (a markdown fence as it
+#: was written, an HTML <pre> fenced by the extractor): the sentence splitter knows its lines as code.
+CODE_FENCE = "```"
 _HTML_COMMENT = re.compile(r"<!--.*?-->", re.DOTALL)
 #: Inline HTML in Markdown (READMEs centre logos with <p align="center"><img ...>).
 _HTML_TAG = re.compile(r"</?[A-Za-z][A-Za-z0-9-]*(?:\s[^<>]*)?/?>")
 
 
 def extract_markdown(text: str, *, url: str = "") -> Extracted:
-    """Markdown split at its ATX (``#``) and setext headings; fenced code is kept as text but its
-    ``#`` comment lines are not headings. Links and images are reduced to their text, inline HTML
-    tags (outside code) dropped."""
+    """Markdown split at its ATX (``#``) and setext headings; fenced code is kept as text between
+    :data:`CODE_FENCE` lines, and its ``#`` comment lines are not headings. Links and images are reduced to
+    their text, inline HTML tags (outside code) dropped."""
     text = _HTML_COMMENT.sub("", text.replace("\r\n", "\n").replace("\r", "\n"))
     title = None
     front = re.match(r"---\n(.*?)\n(?:---|\.\.\.)\n", text, re.DOTALL)
@@ -121,11 +124,13 @@ def extract_markdown(text: str, *, url: str = "") -> Extracted:
         if fence is not None:
             if m and m.group(1)[0] == fence[0] and len(m.group(1)) >= len(fence):
                 fence = None
+                items.append((CODE_FENCE, None))
             else:
                 items.append((line, None))
             continue
         if m:
             fence = m.group(1)
+            items.append((CODE_FENCE, None))
             continue
         line = _HTML_TAG.sub("", strip_links(line))
         h = ATX_HEADING.match(line)
@@ -140,6 +145,8 @@ def extract_markdown(text: str, *, url: str = "") -> Extracted:
             title = title or (heading if line.strip().startswith("=") else None)
             continue
         items.append((line, None))
+    if fence is not None:  # a block left open runs to the end of the file
+        items.append((CODE_FENCE, None))
     blocks = sectionize(items)
     if not blocks:
         raise ExtractError(url, "no text in the markdown file")

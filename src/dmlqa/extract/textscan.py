@@ -10,6 +10,9 @@ from __future__ import annotations
 import re
 
 _ASCII_LETTERS = b"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz"
+#: Small words a wrapped line of prose may stop on (articles, prepositions, conjunctions, copulas): a regex
+#: alternation, shared by the sentence splitter and the reader of tables in PDF text.
+LINKING = "a|an|the|of|to|in|on|for|with|by|from|and|or|that|which|is|are|be|as|at|than|into|via|per"
 
 
 def letter_count(text: str) -> int:
@@ -55,3 +58,18 @@ def count_upto(pattern: re.Pattern[str], text: str, cap: int) -> int:
         if hits == cap:
             break
     return hits
+
+
+#: Four bare numbers in a row ("1 0.5 0 1", "16 192 82% 24"): the ticks of a plot's axis or a table's figures
+#: that PDF text flattened into a line of prose. Prose lists its numbers with commas and words between.
+_NUMBER = r"[-+]?\d+(?:\.\d+)?(?:%|x|×|[kKMBGT]B?)?"
+_NUMBER_RUN = re.compile(rf"(?<!\S){_NUMBER}(?:\s+{_NUMBER}){{3}}(?!\S)")
+
+
+def number_run(text: str) -> bool:
+    """Does ``text`` hold a run of four bare numbers (:data:`_NUMBER_RUN`)? Such a "sentence" is a figure's or a
+    table's text, not one to quote."""
+    if text.isascii():  # four digits at least, counted in C first: most sentences have fewer
+        if len(text) - len(text.encode("ascii").translate(None, b"0123456789")) < 4:
+            return False
+    return _NUMBER_RUN.search(text) is not None

@@ -27,7 +27,7 @@ from dataclasses import dataclass, replace
 import numpy as np
 
 from dmlqa.extract.sentences import (
-    SNIPPET,
+    QUOTED_CODE,
     marker_subject,
     split_document,
 )
@@ -317,7 +317,7 @@ def passage_candidates(hits: Sequence[Hit]) -> list[Candidate]:
                        content_type="text")
         out += [Candidate(i, h.doc_id, h.start + o, s.text, s.role, h.page, None, h.section)
                 for o, s in enumerate(split_document(doc))
-                if s.quotable and s.role != SNIPPET and not marker_subject(s.text)]
+                if s.quotable and s.role not in QUOTED_CODE and not marker_subject(s.text)]
     return out
 
 

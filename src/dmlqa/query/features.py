@@ -19,7 +19,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from dmlqa.extract.sentences import ITEM, ROW, SNIPPET, leans_back, refers_above
+from dmlqa.extract.sentences import ITEM, QUOTED_CODE, ROW, leans_back, refers_above
 from dmlqa.index.lexical import tokenize
 
 #: The order of the features in a matrix and in the fitted weights (selector.json names them).
@@ -529,8 +529,8 @@ def feature_matrix(q: QuestionFacts, texts: Sequence[str], places: Sequence[Plac
             float(text.rstrip().endswith("?")),
             math.log1p(len(_NUMBER.findall(text))),
             float(title_like(text)),
-            float(place.role == SNIPPET),
-            float("code" in q.kinds and (place.role == SNIPPET or _HAS_CODE.search(text) is not None)),
+            float(place.role in QUOTED_CODE),
+            float("code" in q.kinds and (place.role in QUOTED_CODE or _HAS_CODE.search(text) is not None)),
             float(points_away(text)),
             0.0, 0.0, 0.0,
         )

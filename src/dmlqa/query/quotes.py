@@ -22,7 +22,7 @@ from dataclasses import replace
 import numpy as np
 
 from dmlqa.extract.quoting import for_answer
-from dmlqa.extract.sentences import ITEM, PROSE, ROW, SNIPPET, leans_forward, marker_subject
+from dmlqa.extract.sentences import ITEM, LISTING, PROSE, QUOTED_CODE, ROW, SNIPPET, leans_forward, marker_subject
 from dmlqa.extract.tables import row_parts
 from dmlqa.index.lexical import tokenize
 from dmlqa.models import Citation, Hit
@@ -90,8 +90,8 @@ def _announced(c: Candidate, neighbour: Callable[[Candidate, int], Candidate | N
     got: list[Candidate] = []
     for step in range(1, ANNOUNCED_STEPS + 1):
         nxt = neighbour(c, step)
-        if nxt is None and (got or step == 1 and leans_forward(c.text)):
-            continue  # a line between two items, or a code fence's opening line, that is not stored
+        if nxt is None and (got or step == 1):
+            continue  # a line between two items, or a code block's opening fence, that is not stored
         if nxt is None or nxt.role not in (ITEM, SNIPPET) or (not leans_forward(c.text) and nxt.role != SNIPPET):
             break
         if nxt.role == SNIPPET and _INDEX_MARK.search(nxt.text):
@@ -114,10 +114,15 @@ def _block(c: Candidate, question_tokens: set[str], pool: Sequence[Candidate],
         if head is not None and head.text.startswith("|") and neighbour(head, 1) is not None:
             return None  # a markdown header stands over its unstored |---| line: this "top" is a row of data
         return None if head is None else [head, c]
+    if c.role == LISTING:  # a line of a listing comes under the sentence (or comment) saying what the code is
+        return _under(c, question_tokens, pool, neighbour)
     if c.role == SNIPPET:  # a code line comes with the sentence announcing it, which says what it is for
-        prev = c
-        for step in range(1, ANNOUNCED_STEPS + 1):
+        prev, gap = c, False
+        for step in range(1, ANNOUNCED_STEPS + 2):
             prev = neighbour(c, -step)
+            if prev is None and not gap:
+                gap = True  # the code block's opening fence, which is not stored
+                continue
             if prev is None or prev.role != SNIPPET:
                 break
         block = None if prev is None else _block(prev, question_tokens, pool, neighbour)
@@ -156,6 +161,30 @@ def _block(c: Candidate, question_tokens: set[str], pool: Sequence[Candidate],
         if best is not None and set(tokenize(best[0].text)) & question_tokens:
             block += [best[0]] if best[1] is None else [best[1], best[0]]
     return block
+
+
+#: How far back from a line of a listing the sentence over its code block (or a comment in it) is looked for.
+LISTING_STEPS = 60
+
+
+def _under(c: Candidate, question_tokens: set[str], pool: Sequence[Candidate],
+           neighbour: Callable[[Candidate, int], Candidate | None]) -> list[Candidate] | None:
+    """A LISTING line's quote: the nearest comment above it in its code, or else the sentence right over the
+    block, then the line (the code between is left out). Lines of code not stored (the fence, long lines,
+    short comments) are stepped over; any other stored sentence ends the search."""
+    for step in range(1, LISTING_STEPS + 1):
+        prev = neighbour(c, -step)
+        if prev is None or prev.role in QUOTED_CODE:
+            continue
+        if prev.role not in (PROSE, ITEM) or prev.section != c.section:
+            return None
+        block = _block(prev, question_tokens, pool, neighbour)
+        if block is None:
+            return None
+        if any(b.ordinal == c.ordinal for b in block):
+            return block  # announced by it after all
+        return [b for b in block if b.ordinal <= prev.ordinal] + [c]
+    return None
 
 
 #: A sentence sharing this much of its terms (Jaccard) with one already quoted says nothing new: the
@@ -256,7 +285,7 @@ def choose(question: str, cands: Sequence[Candidate], scores: np.ndarray, *,
             continue  # the same sentence in a second copy of the work (arXiv and proceedings) says nothing new
         if blocks and words + _words([c]) > max_words:
             continue  # its block holds it: over the budget before its neighbours are read
-        heading = title_like(c.text) and c.role != SNIPPET  # "Total GPUs = TP × PP × DP" is code, not a title
+        heading = title_like(c.text) and c.role not in QUOTED_CODE  # "Total GPUs = TP × PP × DP" is no title
         block = None if heading and not titles else _block(c, qtokens, cands, neighbour)
         if block is None:
             continue
@@ -402,9 +431,13 @@ def compose(chosen: Sequence[Candidate], hits: Sequence[Hit], *, question: str =
         # a heading glued before the sentence is left out of the quote: what is left is still the source's text
         verbatim = c.text[heading_end(c.text):] if c.role in (PROSE, ITEM) else c.text
         quotes.setdefault(key, []).append(verbatim)
-        if c.role == SNIPPET:  # code is quoted as written, cited by the sentence announcing it
+        if c.role in QUOTED_CODE:  # code is quoted as written, cited by the sentence announcing it
             if items:
                 flush()
+            prev = chosen[i - 1] if i else None
+            if prev is not None and prev.doc_id == c.doc_id and c.ordinal - prev.ordinal > (
+                    1 if prev.role in QUOTED_CODE else 2):  # the next line, or the first under the block's fence
+                code.append("…")  # lines of the listing between are left out
             code.append(c.text)
             continue
         text = for_answer(verbatim)
