@@ -605,7 +605,8 @@ def test_a_line_deep_in_a_listing_is_quoted_under_the_sentence_over_its_block() 
     under that sentence, the lines between left out; a line under a comment comes under the comment."""
     listing = "\n".join(f"step_{n} = run_step({n}, alpha, beta)" for n in range(12))
     d = doc("This example runs a parallel grid search to optimize an example objective function.\n```\n"
-            f"from ray import tune\n{listing}\n"
+            "from ray import tune\n# Feed the score of each step back to Tune.\ntune.report(mean_loss=score)\n"
+            f"{listing}\n"
             'print("Best config: ", analysis.get_best_config(metric="mean_loss", mode="min"))\n```\n'
             "If TensorBoard is installed, it shows all trial results of the search.")
     ss = split_document(d)
@@ -615,13 +616,14 @@ def test_a_line_deep_in_a_listing_is_quoted_under_the_sentence_over_its_block() 
     best = [i for i, c in enumerate(cands) if "get_best_config" in c.text][0]
     scores = np.zeros(len(cands))
     scores[best] = 1.0
+    scores[best - 1] = 0.9  # one line of a listing under its sentence: the next best line of it is not quoted too
     chosen = choose("How do I get the best config after a Ray Tune grid search?", cands, scores, add_above=0.5,
                     neighbour=lambda c, step: by_ordinal.get(c.ordinal + step))
     hit = Hit(rank=1, score=1.0, doc_id="d", url="https://x.org/d", title="Ray", page=None, section=None, text="")
     body, cites = compose(chosen, [hit])
     assert body == ("This example runs a parallel grid search to optimize an example objective function. [1]\n```\n…\n"
                     'print("Best config: ", analysis.get_best_config(metric="mean_loss", mode="min"))\n```')
-    assert cites[0].quote.startswith("This example runs")
+    assert cites[0].quote.startswith("This example runs")  # not under the comment further up the code
     # code under no sentence (a heading over it) is not quoted
     bare = doc("Quick start\n```\nfrom ray import tune\nanalysis = tune.run(training_function)\n```")
     assert LISTING not in [r for r, _ in roles(bare)]
@@ -636,3 +638,20 @@ def test_a_short_line_leading_into_a_code_block_announces_it() -> None:
     assert got[:3] == [(PROSE, "Install the requirements:"), (CODE, "```"),
                        (SNIPPET, 'pip install deepspeed torch datasets transformers torchmetrics "ray[train]"')]
     assert (HEADING, "Installation") in got and (CODE, "pip install ray") in got  # a title over code leads nowhere
+
+
+def test_a_colon_over_a_listing_stays_when_a_line_of_it_is_quoted() -> None:
+    listing = "\n".join(f"step_{n} = run_step({n}, alpha, beta)" for n in range(8))
+    d = doc("The integration is minimal and preserves your familiar DeepSpeed workflow:\n```\n"
+            f"import deepspeed\nfrom deepspeed.accelerator import get_accelerator\n{listing}\n"
+            "trainer = TorchTrainer(train_func, scaling_config=ScalingConfig(num_workers=4, use_gpu=True))\n```")
+    ss = split_document(d)
+    cands = [Candidate(0, "d", o, s.text, s.role, None) for o, s in enumerate(ss) if s.quotable]
+    by_ordinal = {c.ordinal: c for c in cands}
+    scores = np.array([1.0 if "TorchTrainer(" in c.text else 0.0 for c in cands])
+    chosen = choose("How many workers does the TorchTrainer use?", cands, scores, add_above=0.5,
+                    neighbour=lambda c, step: by_ordinal.get(c.ordinal + step))
+    hit = Hit(rank=1, score=1.0, doc_id="d", url="https://x.org/d", title="Ray", page=None, section=None, text="")
+    body, _ = compose(chosen, [hit])
+    assert body.startswith("The integration is minimal and preserves your familiar DeepSpeed workflow: [1]\n```\n…\n"
+                           "trainer = TorchTrainer(")

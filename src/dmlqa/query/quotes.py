@@ -165,17 +165,19 @@ def _block(c: Candidate, question_tokens: set[str], pool: Sequence[Candidate],
 
 #: How far back from a line of a listing the sentence over its code block (or a comment in it) is looked for.
 LISTING_STEPS = 60
+#: A code comment opening a line (its marker).
+_COMMENT = re.compile(r"^\s*(?:#|//)\s")
 
 
 def _under(c: Candidate, question_tokens: set[str], pool: Sequence[Candidate],
            neighbour: Callable[[Candidate, int], Candidate | None]) -> list[Candidate] | None:
-    """A LISTING line's quote: the nearest comment above it in its code, or else the sentence right over the
+    """A LISTING line's quote: the comment right above it in its code, or else the sentence right over the
     block, then the line (the code between is left out). Lines of code not stored (the fence, long lines,
-    short comments) are stepped over; any other stored sentence ends the search."""
+    short comments) and comments over other lines are stepped over; any other stored sentence ends the search."""
     for step in range(1, LISTING_STEPS + 1):
         prev = neighbour(c, -step)
-        if prev is None or prev.role in QUOTED_CODE:
-            continue
+        if prev is None or prev.role in QUOTED_CODE or step > 1 and _COMMENT.match(prev.text):
+            continue  # a comment says what the line right under it does, not what the lines further down do
         if prev.role not in (PROSE, ITEM) or prev.section != c.section:
             return None
         block = _block(prev, question_tokens, pool, neighbour)
@@ -275,6 +277,7 @@ def choose(question: str, cands: Sequence[Candidate], scores: np.ndarray, *,
     words = 0
     said: list[set[str]] = []
     heads: list[int] = []  # the candidates whose blocks were taken
+    listed: set[tuple[str, int]] = set()  # the sentences a line of a listing was quoted under
     for i in _in_turn(rank, heads, diversity, vectors):
         c = cands[i]
         if blocks and len(taken) >= max_sentences:
@@ -287,8 +290,10 @@ def choose(question: str, cands: Sequence[Candidate], scores: np.ndarray, *,
             continue  # its block holds it: over the budget before its neighbours are read
         heading = title_like(c.text) and c.role not in QUOTED_CODE  # "Total GPUs = TP × PP × DP" is no title
         block = None if heading and not titles else _block(c, qtokens, cands, neighbour)
-        if block is None:
-            continue
+        if block is None or c.role == LISTING and (block[0].doc_id, block[0].ordinal) in listed:
+            continue  # one line of a listing under its sentence: more would quote the code line by line
+        if c.role == LISTING:
+            listed.add((block[0].doc_id, block[0].ordinal))
         block = [b for b in block if (b.doc_id, b.ordinal) not in taken]
         if blocks and (words + _words(block) > max_words or any(
                 b.role == ROW and x.role == ROW and b.doc_id == x.doc_id for b in block for bl in blocks for x in bl)):
@@ -384,8 +389,9 @@ def _markdown_header(c: Candidate, nxt: Candidate | None) -> bool:
 
 def _announces_next(c: Candidate, after: Sequence[Candidate]) -> bool:
     """Is the sentence quoted after ``c`` one it announces (a list item, a code line or a sentence of its
-    document a few sentences on)?"""
-    return bool(after) and after[0].doc_id == c.doc_id and 0 < after[0].ordinal - c.ordinal <= ANNOUNCED_STEPS + 1
+    document a few sentences on, or a line of the listing under it)?"""
+    return bool(after) and after[0].doc_id == c.doc_id and (0 < after[0].ordinal - c.ordinal <= ANNOUNCED_STEPS + 1 or
+                                                            after[0].role == LISTING and after[0].ordinal > c.ordinal)
 
 
 def compose(chosen: Sequence[Candidate], hits: Sequence[Hit], *, question: str = "") -> tuple[str, list[Citation]]:
