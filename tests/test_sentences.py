@@ -655,3 +655,16 @@ def test_a_colon_over_a_listing_stays_when_a_line_of_it_is_quoted() -> None:
     body, _ = compose(chosen, [hit])
     assert body.startswith("The integration is minimal and preserves your familiar DeepSpeed workflow: [1]\n```\n…\n"
                            "trainer = TorchTrainer(")
+
+
+def test_a_comment_wrapped_over_lines_of_a_code_block_is_one_sentence() -> None:
+    d = doc("Configure the run before you start the trainer.\n```\n"
+            "# If running in a multi-node cluster, this is where you\n"
+            "# should configure the run's persistent storage that is accessible across all worker nodes.\n"
+            '# run_config=ray.train.RunConfig(storage_path="s3://...")\ntrainer.fit()\n'
+            "// free the ndarray list operator before exit\ndefer nd.Free()\n```")
+    got = roles(d)
+    assert (PROSE, "# If running in a multi-node cluster, this is where you # should configure the run's persistent "
+                   "storage that is accessible across all worker nodes.") in got
+    assert (SNIPPET, '# run_config=ray.train.RunConfig(storage_path="s3://...")') in got
+    assert (SNIPPET, "defer nd.Free()") in got  # a comment joins a comment, never the code under it

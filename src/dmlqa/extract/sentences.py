@@ -206,12 +206,16 @@ def _paragraphs(block: str, pdf: bool) -> Iterator[tuple[int, int, str]]:
     fences = set(fences[: len(fences) // 2 * 2])  # in pairs: one left open (text quoting a fence) opens nothing
     for i, line in enumerate(lines):
         fence = i in fences
-        if fenced or fence:  # a code block's lines (and its fences) stand apart, one each
-            if current is not None:
-                yield current
-                current, last = None, ""
-            if line.strip():
-                yield pos, pos + len(line), CODE
+        if fenced or fence:  # a code block's lines (and its fences) stand apart, one each, but for a comment
+            # wrapped over lines ("# If running in a multi-node cluster, this is where you / # should configure ...")
+            if fenced and not fence and current is not None and _COMMENT.match(last) and _COMMENT.match(line) \
+                    and _continues(last, line):
+                current = (current[0], pos + len(line), CODE)
+            else:
+                if current is not None:
+                    yield current
+                current = (pos, pos + len(line), CODE) if line.strip() else None
+            last = line if current is not None else ""
             fenced = fenced != fence
         elif line.strip():
             if current is not None and _continues(last, line):
