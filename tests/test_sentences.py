@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
+
 import numpy as np
 
 from dmlqa.extract.quoting import for_answer
@@ -20,7 +22,7 @@ from dmlqa.extract.sentences import (
     leans_back,
     split_document,
 )
-from dmlqa.models import Block, Document, Hit
+from dmlqa.models import Block, Citation, Document, Hit
 from dmlqa.query.extractive import Candidate, passage_candidates, question_terms
 from dmlqa.query.quotes import choose, compose
 
@@ -413,6 +415,19 @@ def _answer(question: str, d: Document, qvec_row: int) -> str:
     return compose(chosen, [hit])[0]
 
 
+def _quote_scored(question: str, d: Document, score: Callable[[Candidate], float]
+                  ) -> tuple[list[Candidate], str, list[Citation]]:
+    """What is chosen and composed for ``question`` over ``d`` when each stored sentence scores ``score`` (a
+    stand-in for the selector) and a further one joins the best only when it scores over 0.5."""
+    cands = [Candidate(0, "d", o, s.text, s.role, None) for o, s in enumerate(split_document(d)) if s.quotable]
+    by_ordinal = {c.ordinal: c for c in cands}
+    chosen = choose(question, cands, np.array([score(c) for c in cands]), add_above=0.5,
+                    neighbour=lambda c, step: by_ordinal.get(c.ordinal + step))
+    hit = Hit(rank=1, score=1.0, doc_id="d", url="https://x.org/d", title="T", page=None, section=None, text="")
+    body, cites = compose(chosen, [hit])
+    return chosen, body, cites
+
+
 def test_markdown_table_rows_are_quotable_one_row_with_its_header() -> None:
     d = doc("The folder holds the training flows of the example.\n| Name | Purpose | Updated |\n|---|---|---|\n"
             "| loader.py | reads the shards | 2023-07-31 |\n"
@@ -570,13 +585,10 @@ def test_a_code_line_under_a_fence_is_quoted_with_the_sentence_announcing_it() -
     """The snippet itself may be the best candidate: it reaches back over the unstored fence to its sentence."""
     d = doc("On the first machine, start the head node with:\n```\nray start --head --port=6379\n```\n"
             "Then connect the workers of the cluster to it.")
-    ss = split_document(d)
-    cands = [Candidate(0, "d", o, s.text, s.role, None) for o, s in enumerate(ss) if s.quotable]
-    assert [c.role for c in cands] == [PROSE, SNIPPET, PROSE]
-    by_ordinal = {c.ordinal: c for c in cands}
+    assert [s.role for s in split_document(d) if s.quotable] == [PROSE, SNIPPET, PROSE]
     # the last sentence leads; the snippet, second best, comes with its sentence, which alone would not be added
-    chosen = choose("What command starts the head node?", cands, np.array([0.0, 0.8, 0.9]), add_above=0.5,
-                    neighbour=lambda c, step: by_ordinal.get(c.ordinal + step))
+    scores = {"Then connect the workers of the cluster to it.": 0.9, "ray start --head --port=6379": 0.8}
+    chosen, _, _ = _quote_scored("What command starts the head node?", d, lambda c: scores.get(c.text, 0.0))
     assert [c.text for c in chosen] == ["Then connect the workers of the cluster to it.",
                                         "On the first machine, start the head node with:",
                                         "ray start --head --port=6379"]
@@ -609,18 +621,11 @@ def test_a_line_deep_in_a_listing_is_quoted_under_the_sentence_over_its_block() 
             f"{listing}\n"
             'print("Best config: ", analysis.get_best_config(metric="mean_loss", mode="min"))\n```\n'
             "If TensorBoard is installed, it shows all trial results of the search.")
-    ss = split_document(d)
-    assert [s.role for s in ss].count(LISTING) == 14
-    cands = [Candidate(0, "d", o, s.text, s.role, None) for o, s in enumerate(ss) if s.quotable]
-    by_ordinal = {c.ordinal: c for c in cands}
-    best = [i for i, c in enumerate(cands) if "get_best_config" in c.text][0]
-    scores = np.zeros(len(cands))
-    scores[best] = 1.0
-    scores[best - 1] = 0.9  # one line of a listing under its sentence: the next best line of it is not quoted too
-    chosen = choose("How do I get the best config after a Ray Tune grid search?", cands, scores, add_above=0.5,
-                    neighbour=lambda c, step: by_ordinal.get(c.ordinal + step))
-    hit = Hit(rank=1, score=1.0, doc_id="d", url="https://x.org/d", title="Ray", page=None, section=None, text="")
-    body, cites = compose(chosen, [hit])
+    assert [s.role for s in split_document(d)].count(LISTING) == 14
+    # the best line, and the next best of the same listing, which is not quoted too: one line under its sentence
+    scores = {"get_best_config": 1.0, "step_11 =": 0.9}
+    _, body, cites = _quote_scored("How do I get the best config after a Ray Tune grid search?", d,
+                                   lambda c: max((v for k, v in scores.items() if k in c.text), default=0.0))
     assert body == ("This example runs a parallel grid search to optimize an example objective function. [1]\n```\n…\n"
                     'print("Best config: ", analysis.get_best_config(metric="mean_loss", mode="min"))\n```')
     assert cites[0].quote.startswith("This example runs")  # not under the comment further up the code
@@ -645,14 +650,8 @@ def test_a_colon_over_a_listing_stays_when_a_line_of_it_is_quoted() -> None:
     d = doc("The integration is minimal and preserves your familiar DeepSpeed workflow:\n```\n"
             f"import deepspeed\nfrom deepspeed.accelerator import get_accelerator\n{listing}\n"
             "trainer = TorchTrainer(train_func, scaling_config=ScalingConfig(num_workers=4, use_gpu=True))\n```")
-    ss = split_document(d)
-    cands = [Candidate(0, "d", o, s.text, s.role, None) for o, s in enumerate(ss) if s.quotable]
-    by_ordinal = {c.ordinal: c for c in cands}
-    scores = np.array([1.0 if "TorchTrainer(" in c.text else 0.0 for c in cands])
-    chosen = choose("How many workers does the TorchTrainer use?", cands, scores, add_above=0.5,
-                    neighbour=lambda c, step: by_ordinal.get(c.ordinal + step))
-    hit = Hit(rank=1, score=1.0, doc_id="d", url="https://x.org/d", title="Ray", page=None, section=None, text="")
-    body, _ = compose(chosen, [hit])
+    _, body, _ = _quote_scored("How many workers does the TorchTrainer use?", d,
+                               lambda c: 1.0 if "TorchTrainer(" in c.text else 0.0)
     assert body.startswith("The integration is minimal and preserves your familiar DeepSpeed workflow: [1]\n```\n…\n"
                            "trainer = TorchTrainer(")
 

@@ -132,6 +132,11 @@ _NOT_CONTINUATION = re.compile(r"^\s*(?:[|#>`{}<$]|[-*•▪●◦‣]\s|\d{1,2}
 _COMMENT = re.compile(r"^\s*(?:#|//)\s+")
 
 
+def code_comment(text: str) -> bool:
+    """Is the line a code comment (``# ...``, ``// ...``)?"""
+    return _COMMENT.match(text) is not None
+
+
 def _continues(line: str, nxt: str) -> bool:
     """Is ``nxt`` the rest of the sentence ``line`` stopped in (a hard-wrapped line of HTML text)?
 

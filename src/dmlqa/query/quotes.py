@@ -22,7 +22,17 @@ from dataclasses import replace
 import numpy as np
 
 from dmlqa.extract.quoting import for_answer
-from dmlqa.extract.sentences import ITEM, LISTING, PROSE, QUOTED_CODE, ROW, SNIPPET, leans_forward, marker_subject
+from dmlqa.extract.sentences import (
+    ITEM,
+    LISTING,
+    PROSE,
+    QUOTED_CODE,
+    ROW,
+    SNIPPET,
+    code_comment,
+    leans_forward,
+    marker_subject,
+)
 from dmlqa.extract.tables import row_parts
 from dmlqa.index.lexical import tokenize
 from dmlqa.models import Citation, Hit
@@ -165,8 +175,6 @@ def _block(c: Candidate, question_tokens: set[str], pool: Sequence[Candidate],
 
 #: How far back from a line of a listing the sentence over its code block (or a comment in it) is looked for.
 LISTING_STEPS = 60
-#: A code comment opening a line (its marker).
-_COMMENT = re.compile(r"^\s*(?:#|//)\s")
 
 
 def _under(c: Candidate, question_tokens: set[str], pool: Sequence[Candidate],
@@ -176,7 +184,7 @@ def _under(c: Candidate, question_tokens: set[str], pool: Sequence[Candidate],
     short comments) and comments over other lines are stepped over; any other stored sentence ends the search."""
     for step in range(1, LISTING_STEPS + 1):
         prev = neighbour(c, -step)
-        if prev is None or prev.role in QUOTED_CODE or step > 1 and _COMMENT.match(prev.text):
+        if prev is None or prev.role in QUOTED_CODE or step > 1 and code_comment(prev.text):
             continue  # a comment says what the line right under it does, not what the lines further down do
         if prev.role not in (PROSE, ITEM) or prev.section != c.section:
             return None
