@@ -667,3 +667,13 @@ def test_a_comment_wrapped_over_lines_of_a_code_block_is_one_sentence() -> None:
                    "storage that is accessible across all worker nodes.") in got
     assert (SNIPPET, '# run_config=ray.train.RunConfig(storage_path="s3://...")') in got
     assert (SNIPPET, "defer nd.Free()") in got  # a comment joins a comment, never the code under it
+    # plain words that are also code's ("print", "=") do not make a comment code; commented-out code is code
+    d = doc("Launch the cluster from your laptop.\n```\n"
+            "# Create or update the cluster. When the command finishes, it will print\n"
+            "# out the command that can be used to SSH into the cluster head node.\n"
+            "$ ray up example-full.yaml\n# Since we have to move at least 19 times in the env to reach the goal and\n"
+            "# each move gives us -0.1 reward, we can expect an optimal episode reward of -0.1*18 + 1.0 = -0.8\n"
+            "# model.to(device)\n```")
+    got = roles(d)
+    assert got[2][0] == PROSE and got[3] == (SNIPPET, "$ ray up example-full.yaml")
+    assert got[4][0] == PROSE and got[5] == (SNIPPET, "# model.to(device)")  # under it, no part of it

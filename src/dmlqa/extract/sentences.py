@@ -213,8 +213,9 @@ def _paragraphs(block: str, pdf: bool) -> Iterator[tuple[int, int, str]]:
         fence = i in fences
         if fenced or fence:  # a code block's lines (and its fences) stand apart, one each, but for a comment
             # wrapped over lines ("# If running in a multi-node cluster, this is where you / # should configure ...")
+            # (not to commented-out code: "# model.to(device)" under it is no part of it)
             if fenced and not fence and current is not None and _COMMENT.match(last) and _COMMENT.match(line) \
-                    and _continues(last, line):
+                    and len(_COMMENT.sub("", line).split()) >= 3 and _continues(last, line):
                 current = (current[0], pos + len(line), CODE)
             else:
                 if current is not None:
@@ -333,9 +334,15 @@ def _code_role(text: str) -> str:
     it (:func:`_announces`) as a sentence ending in ':' does."""
     if not _COMMENT.match(text):
         return CODE
-    said = _COMMENT.sub("", text)
-    return PROSE if (len(said.split()) >= MIN_WORDS and MIN_CHARS <= len(text) <= MAX_CHARS
-                     and not _code_tokens(said, 1) and letter_count(said) >= 0.7 * len(said)) else CODE
+    said = " ".join(_COMMENT_MARK.sub(" ", text).split())  # a comment wrapped over lines has a marker on each
+    words, hits, letters = said.split(), _code_tokens(said, 3), letter_count(said)
+    code = hits >= 3 or hits and letters < 0.6 * len(said) or letters < 0.5 * len(said)  # as classify() judges
+    return PROSE if (len(words) >= MIN_WORDS and MIN_CHARS <= len(text) <= MAX_CHARS
+                     and (not code or _reads_as_prose(said, words))) else CODE
+
+
+#: A comment's marker, at the start of a line or of a wrapped line's part.
+_COMMENT_MARK = re.compile(r"(?:^|\s)(?:#|//)\s+")
 
 
 def _lines(text: str) -> Iterator[tuple[int, int, str]]:
