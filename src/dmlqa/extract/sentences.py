@@ -334,15 +334,14 @@ def _code_role(text: str) -> str:
     it (:func:`_announces`) as a sentence ending in ':' does."""
     if not _COMMENT.match(text):
         return CODE
-    said = " ".join(_COMMENT_MARK.sub(" ", text).split())  # a comment wrapped over lines has a marker on each
-    words, hits, letters = said.split(), _code_tokens(said, 3), letter_count(said)
-    code = hits >= 3 or hits and letters < 0.6 * len(said) or letters < 0.5 * len(said)  # as classify() judges
+    said = " ".join(COMMENT_MARK.sub(" ", text).split())  # a comment wrapped over lines has a marker on each
+    words = said.split()
     return PROSE if (len(words) >= MIN_WORDS and MIN_CHARS <= len(text) <= MAX_CHARS
-                     and (not code or _reads_as_prose(said, words))) else CODE
+                     and not _reads_as_code(said, words)) else CODE
 
 
 #: A comment's marker, at the start of a line or of a wrapped line's part.
-_COMMENT_MARK = re.compile(r"(?:^|\s)(?:#|//)\s+")
+COMMENT_MARK = re.compile(r"(?:^|\s)(?:#|//)\s+")
 
 
 def _lines(text: str) -> Iterator[tuple[int, int, str]]:
@@ -506,6 +505,12 @@ def _reads_as_prose(text: str, words: list[str]) -> bool:
             and sum(_PLAIN_WORD.fullmatch(w) is not None for w in words) >= PROSE_WORDS * len(words))
 
 
+def _reads_as_code(text: str, words: list[str]) -> bool:
+    """Code, not prose: 3 code tokens, one among few letters, or few letters, unless :func:`_reads_as_prose`."""
+    hits, letters, n = _code_tokens(text, 3), letter_count(text), len(text)
+    return (hits >= 3 or (hits and letters < 0.6 * n) or letters < 0.5 * n) and not _reads_as_prose(text, words)
+
+
 def _code_tokens(text: str, cap: int) -> int:
     """How many :data:`_CODE_TOKENS` ``text`` holds, up to ``cap``."""
     if not holds(text, _CODE_NEEDLES) and not ("(" in text and _CALL.search(text)):
@@ -544,9 +549,7 @@ def classify(text: str, role: str = PROSE, *, title: str = "") -> str:
         return CODE  # a directory tree drawn with box characters ("│ ├── distributed/"), a markdown code fence
     if not _markdown_row(text) and number_run(text):
         return FURNITURE  # a plot's ticks or a table's figures run into a line ("1 0.5 0 1 0.5 0 Prefill Load")
-    code_hits = _code_tokens(text, 3)
-    letters = letter_count(text)
-    if (code_hits >= 3 or (code_hits and letters < 0.6 * n) or letters < 0.5 * n) and not _reads_as_prose(text, words):
+    if _reads_as_code(text, words):
         return CODE
     if role == ITEM:
         return ITEM if n >= 12 and len(words) >= 2 else HEADING
