@@ -355,6 +355,14 @@ def test_markdown_code_keeps_its_fences() -> None:
                                 "pip install deepspeed", "```"]
 
 
+def test_a_markdown_fence_left_open_runs_to_the_end_and_loses_nothing() -> None:
+    ex = extract_bytes(b"# Setup\n\nInstall it first, then run the example:\n\n```bash\npip install deepspeed\n"
+                       b"deepspeed train.py\n", "text/markdown")
+    lines = [line for line in ex.text.split("\n") if line]
+    assert lines[-3:] == ["pip install deepspeed", "deepspeed train.py", "```"]  # closed where the file ends
+    assert lines.count("```") == 2 and "Install it first, then run the example:" in lines
+
+
 def test_markdown_headings_become_sections() -> None:
     ex = extract_bytes(MARKDOWN.encode(), "text/markdown")
     assert ex.content_type == "markdown" and ex.title == "ZeRO tutorial"
