@@ -94,6 +94,8 @@ def test_openings_that_only_look_like_leaning_back_stand_alone() -> None:
     assert standalone("veScale is an internal PyTorch Distributed library for hyperscale training.")
     assert standalone("go-mxnet-predictor is a Go binding for the MXNet predict API.")
     assert standalone("This repository contains reference architectures for distributed training.")
+    assert standalone("For this tutorial, we will configure an 18 billion parameter GPT-2 model.")  # the page itself
+    assert not standalone("For this reason, we will configure an 18 billion parameter GPT-2 model.")
     assert standalone("Horovod is a backend in PyTorch Lightning from v0.7.4 and above.")
     assert standalone("However, ZeRO-3 also partitions the parameters.")  # a connective: readable alone
     assert standalone("- it saves up to 70% of the cost with spot instances")  # a list item's way
@@ -138,6 +140,10 @@ def test_headings_captions_legends_and_run_together_words_are_furniture() -> Non
     assert furniture("weobservethatthetrainingthroughputdropswhenthebatchgrows")
     assert not furniture("ZeRO removes the memory redundancies across data-parallel processes.")
     assert not furniture("DeepSpeed and PyTorch FSDP both shard parameters, as Table 2 shows.")
+    # a figure's number written without a space is a reference, not a legend, unless words run on from it
+    assert not furniture("Fig.11 demonstrates up to 33.33% performance loss without using Tensor Cache.")
+    assert not furniture("Fig.3b and 3c show two simple examples of join and fan nonlinear connections.")
+    assert furniture("Figure14bshows the scaling of the hybrid plan on 512 GPUs.")
     assert not furniture("Wrap the optimizer in hvd.DistributedOptimizer and pass HybridParallelPlugin to Booster.")
     # a page's table of contents flattened into one line
     assert furniture("Table of contents: * Sparkle: Deep Learning on Spark * Introduction * Getting started")

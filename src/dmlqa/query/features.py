@@ -208,11 +208,11 @@ _UNSHOWN = re.compile(r"\b(?:(?:following|next) (?:figure|diagram|image|picture|
 
 
 #: Openings that look like leaning back but do not: the document speaking of itself ("This repository
-#: contains ..."), a lower-case name opening the sentence ("veScale is ...", "go-mxnet-predictor is ..."),
-#: a version range ("v0.7.4 and above").
-_SELF_REFERENCE = re.compile(r"^(?:This|These)\s+(?:repository|repo|project|library|package|guide|tutorial|page|"
-                             r"document(?:ation)?|paper|work|article|post|blog|book|site|section|example|notebook|"
-                             r"release|tool|framework|module|report)s?\b")
+#: contains ...", "For this tutorial, we will configure ..."), a lower-case name opening the sentence ("veScale
+#: is ...", "go-mxnet-predictor is ..."), a version range ("v0.7.4 and above").
+_SELF_REFERENCE = re.compile(r"^(?:(?:For|Throughout|Within) (?:this|these)|This|These)\s+(?:repository|repo|project|"
+                             r"library|package|guide|tutorial|page|document(?:ation)?|paper|work|article|post|blog|"
+                             r"book|site|section|example|notebook|release|tool|framework|module|report|study)s?\b")
 _NAME_START = re.compile(r"^[a-z][\w.]*[-_A-Z0-9.][\w.-]*\s")
 _BULLET = re.compile(r"^\s*(?:[-*•▪●◦‣]|\d{1,2}[.)])\s")
 _AND_ABOVE = re.compile(r"\b(?:and|or) above\b")
@@ -280,9 +280,11 @@ def _needs_before(text: str) -> bool:
     return former is not None and _PAIR.search(text, 0, former.start()) is None
 
 
-#: A figure legend or caption anywhere in the sentence ("... HybridParallelism.Figure14bshows").
+#: A figure legend or caption anywhere in the sentence ("... HybridParallelism.Figure14bshows"). A figure's number
+#: written without a space ("Fig.11 demonstrates up to 33.33% ...", one paper's style) is no legend unless words
+#: run on from it ("Figure14bshows").
 _LEGEND = re.compile(r"^(?:Figure|Fig\.?|Table)\s*\d+[a-z]?\s*[:.|]|\b(?:Figure|Fig\.?|Table)\s*\d+[a-z]?\s*[:|]\s+"
-                     r"[A-Z]|[a-z.](?:Figure|Fig\.|Table)\s*\d|(?:Figure|Fig\.|Table)\d")
+                     r"[A-Z]|[a-z.](?:Figure|Fig\.|Table)\s*\d|(?:Figure|Fig\.|Table)\d+[a-z]{2,}")
 
 
 def _section_then_sub(name: str) -> str:
