@@ -35,7 +35,9 @@ change of features or model reuses them; ``--validate dev.jsonl`` scores the fit
 validation set beside the cross-validation, fitting nothing on it. ``--heldout`` (by default
 ``bench/heldout/questions-*.jsonl``) does the same for training-style questions written after the fit's own and
 kept out of it: what the selector does on questions it never saw, with their evidence sentences (so the best
-sentence and the gold source are scored too) and kind by kind.
+sentence and the gold source are scored too) and kind by kind. ``--unseen`` (by default
+``bench/unseen/questions-*.jsonl``) is a second such set, written after every rule of the first round of reading
+the held-out set's misses: nothing was changed for its misses, so it stays unseen.
 """
 
 from __future__ import annotations
@@ -380,6 +382,8 @@ def main() -> None:
     ap.add_argument("--validate", type=Path, help="a validation set (dev.jsonl) scored beside the cross-validation")
     ap.add_argument("--heldout", default=str(ROOT / "bench/heldout/questions-*.jsonl"),
                     help="glob of held-out training-style questions, scored and never fitted on ('' for none)")
+    ap.add_argument("--unseen", default=str(ROOT / "bench/unseen/questions-*.jsonl"),
+                    help="glob of a second held-out set, whose misses no rule was changed for ('' for none)")
     args = ap.parse_args()
     # in the files' numbered order: questions-10 after questions-9
     files = sorted(glob.glob(args.questions), key=_numbered)
@@ -435,11 +439,12 @@ def main() -> None:
                               max_words, read_on, topic_cut, diversity)
         validation.pop("top1_positive")  # its labels need evidence sentences, which a validation set lacks
         validation.pop("gold_cited")  # dmlqa eval's citation_hit_rate is the measure there (gold URLs only)
-    heldout = None
-    held_files = sorted(glob.glob(args.heldout), key=_numbered) if args.heldout else []
-    if held_files:  # scored only, as the validation set: the fit above read none of these
+    def held_apart(pattern: str, suffix: str) -> dict | None:  # scored only, as the validation set
+        held_files = sorted(glob.glob(pattern), key=_numbered) if pattern else []
+        if not held_files:
+            return None
         hq = [q for f in held_files for q in _questions(Path(f))]
-        cache = args.cache.with_suffix(".heldout" + args.cache.suffix) if args.cache else None
+        cache = args.cache.with_suffix(f".{suffix}" + args.cache.suffix) if args.cache else None
         hitems = collect(kb, hq, cache)
         hscores = [final.score_pool(it.pool, model) for it in hitems]
 
@@ -447,14 +452,16 @@ def main() -> None:
             chosen = [i for i, it in enumerate(hitems) if keep(it.q)]
             return evaluate([hitems[i] for i in chosen], [hscores[i] for i in chosen], add_above, refuse_below,
                             max_words, read_on, topic_cut, diversity)
-        heldout = {"files": [Path(f).name for f in held_files], "questions": len(hitems),
-                   "answerable": sum(1 for q in hq if q.get("answerable", True)), **scored(lambda q: True),
-                   "key_term_stated_by_kind": {kind: scored(lambda q, k=kind: q.get("kind") == k)["key_term_stated"]
-                                               for kind in dict.fromkeys(q.get("kind") for q in hq
-                                                                         if q.get("answerable", True))},
-                   "refusal_by_kind": {kind: scored(lambda q, k=kind: q.get("kind") == k)["refusal_accuracy"]
-                                       for kind in dict.fromkeys(q.get("kind") for q in hq
-                                                                 if not q.get("answerable", True))}}
+        return {"files": [Path(f).name for f in held_files], "questions": len(hitems),
+                "answerable": sum(1 for q in hq if q.get("answerable", True)), **scored(lambda q: True),
+                "key_term_stated_by_kind": {kind: scored(lambda q, k=kind: q.get("kind") == k)["key_term_stated"]
+                                            for kind in dict.fromkeys(q.get("kind") for q in hq
+                                                                      if q.get("answerable", True))},
+                "refusal_by_kind": {kind: scored(lambda q, k=kind: q.get("kind") == k)["refusal_accuracy"]
+                                    for kind in dict.fromkeys(q.get("kind") for q in hq
+                                                              if not q.get("answerable", True))}}
+    heldout = held_apart(args.heldout, "heldout")  # the fit above read none of these
+    unseen = held_apart(args.unseen, "unseen")  # nor these, and no rule was changed for their misses
     results = {
         "questions": len(items),
         "answerable": sum(1 for it in items if it.q.get("answerable", True)),
@@ -490,6 +497,7 @@ def main() -> None:
             for name in dict.fromkeys(f for f, q in sourced if q.get("answerable", True))},
         "validation": {"file": args.validate.name, **validation} if validation else None,
         "heldout": heldout,
+        "unseen": unseen,
         "cross_validation_by_add_above_max_words_read_on_diversity": {" ".join(map(str, k)): v
                                                                       for k, v in grid.items()},
         "weights": dict(zip(FEATURES, [round(float(c), 4) for c in final.coef], strict=True)),
@@ -498,7 +506,7 @@ def main() -> None:
     shown = ("evidence_among_candidates", "add_above", "max_words", "read_on", "diversity", "refuse_below",
              "off_topic_margin",
              "cross_validation",
-             "validation", "heldout")
+             "validation", "heldout", "unseen")
     print(json.dumps({k: results[k] for k in shown}, indent=1))
 
 
