@@ -76,7 +76,7 @@ def test_the_literal_checks_never_rule_out_a_match() -> None:
         assert s._print_stamp(text) == stamp, repr(text)
         old = _OLD_CODE_TOKENS.findall(text)
         matched["code"] += bool(old)
-        assert s._CODE_TOKENS.findall(text) == old, repr(text)
+        assert textscan.CODE_TOKENS.findall(text) == old, repr(text)
         assert s._code_tokens(text, 3) == min(len(old), 3), repr(text)
     assert all(matched.values()), matched  # every pattern was put to the test
 

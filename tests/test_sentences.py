@@ -305,6 +305,22 @@ def test_hard_wrapped_html_prose_is_one_sentence_but_headings_and_code_stay_apar
     assert not any("import tensorflow" in t and "hvd" in t for _, t in got)  # code lines are not joined
 
 
+def test_a_wrapped_line_opening_with_a_python_keyword_or_a_number_goes_on_with_its_sentence() -> None:
+    # deepspeed.ai's pages wrap at ~90 columns: "with", "for", "from" open the rest of a sentence as often as code
+    d = doc("Here is an example of the abbreviated AlexNet model, but expressed only\nwith LayerSpecs. The parameters\n"
+            "for loss scaling can be specified in the deepspeed_config JSON file.\nUsing AVX-512, we observe 5.1x to "
+            "6.5x speedups considering the model-size between\n1 to 10 billion parameters with respect to torch-adam.\n"
+            "The pipeline is built in three steps\nwith open(path) as f:\nThen load the weights as follows\n"
+            "from deepspeed.pipe import PipelineModule")
+    got = roles(d)
+    assert (PROSE, "Here is an example of the abbreviated AlexNet model, but expressed only with LayerSpecs.") in got
+    assert (PROSE, "The parameters for loss scaling can be specified in the deepspeed_config JSON file.") in got
+    assert (PROSE, "Using AVX-512, we observe 5.1x to 6.5x speedups considering the model-size between 1 to 10 "
+                   "billion parameters with respect to torch-adam.") in got
+    # code opening with the same words, as code is written, stays apart from the line over it
+    assert not any("steps with open" in t or "follows from" in t for _, t in got)
+
+
 def test_questions_and_publication_list_entries_are_not_quotable() -> None:
     assert classify("- Compare accuracy for different learning rates. How does it scale with GPUs?", ITEM) == HEADING
     assert classify("Why would anyone shard the optimizer states across ranks?") == HEADING

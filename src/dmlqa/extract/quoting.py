@@ -8,7 +8,8 @@ from __future__ import annotations
 
 import re
 
-from dmlqa.extract.sentences import _COMMENT, _HEADING_LEAD, COMMENT_MARK  # the one rule for comments, glued headings
+from dmlqa.extract.sentences import _HEADING_LEAD  # the one rule for glued headings
+from dmlqa.extract.textscan import COMMENT, COMMENT_MARK  # and for comments
 
 #: The source's own reference markers: [12], [3, 14], [5–7], [12, 13, 21], and superscript digits
 #: glued to a word. In an answer they would read as the answer's own citations.
@@ -38,7 +39,7 @@ def for_answer(text: str) -> str:
     """A sentence as an answer quotes it: the source's reference markers, print stamps, markdown bold
     markers, links to translations, a glued heading and a footnote's glued number removed."""
     t = _STAMP.sub("", text)
-    if _COMMENT.match(t):  # a code comment reads as prose without its markers and step label ("# [5a]")
+    if COMMENT.match(t):  # a code comment reads as prose without its markers and step label ("# [5a]")
         t = re.sub(r"^\[\w{1,4}\]\s*", "", COMMENT_MARK.sub(" ", t).strip())
     values: list[str] = []  # data lists stand aside, as \x00n\x00, while the markers go
 

@@ -16,7 +16,19 @@ from dataclasses import dataclass
 
 from dmlqa.extract.reference_entries import reference_zone
 from dmlqa.extract.tables import TABLE_LABEL, text_table_rows
-from dmlqa.extract.textscan import LINKING, count_upto, holds, letter_count, lowered, may_hold, number_run
+from dmlqa.extract.textscan import (
+    CODE_TOKENS,
+    COMMENT,
+    COMMENT_MARK,
+    LINKING,
+    count_upto,
+    holds,
+    letter_count,
+    lowered,
+    may_hold,
+    number_run,
+)
+from dmlqa.extract.wrapping import ITEM_LINE, continues
 from dmlqa.models import BLOCK_SEPARATOR, Document
 
 #: Roles a sentence may have; only QUOTABLE ones are stored for an answer. A SNIPPET (a code or
@@ -85,7 +97,6 @@ _NO_END_TAILS = tuple(f"{a}." for a in _ABBREVIATIONS) + tuple(f"{c}." for c in 
 _FOLLOWING = re.compile(r"\b(?:the following|as follows)\b")
 _SENTENCE_END = re.compile(r"[.!?][\"'”’)\]]*$")
 _BULLETED = re.compile(r"[-•▪●◦‣]\s")  # an item split from the text it was flattened into (:func:`_spans`)
-_ITEM_LINE = re.compile(r"^\s*(?:[-*•▪●◦‣]|\d{1,2}[.)]|[a-z][.)])\s+(?=\S)")
 _PDF_LIKE = ("pdf",)
 
 
@@ -118,52 +129,6 @@ def _sentences(text: str, start: int, end: int, base: int) -> Iterator[tuple[int
         yield base + start, base + end
 
 
-#: A line that stops mid-sentence: no closing punctuation, or a dangling comma, hyphen or small word.
-_OPEN_END = re.compile(rf"(?:[,\-–(]|\b(?:{LINKING}|its|their|this|these|when|where|if|not|can|may|will|should)|"
-                       r"[^.!?:;\"'”’)\]|])$", re.I)
-#: A line ending on a linking word (or on a determiner): the sentence surely goes on.
-_ENDS_LINKED = re.compile(rf"\b(?:{LINKING}|its|their|this|these)$", re.I)
-#: A line that cannot continue prose: a list item, a table row, code, a quote, a heading mark.
-_NOT_CONTINUATION = re.compile(r"^\s*(?:[|#>`{}<$]|[-*•▪●◦‣]\s|\d{1,2}[.)]\s|[a-z][.)]\s|(?:import|from|def|class|"
-                               r"return|for|if|while|with|print)\b)")
-
-
-#: The marker opening a line comment (shell/Python ``#``, C-like ``//``).
-_COMMENT = re.compile(r"^\s*(?:#|//)\s+")
-
-
-def code_comment(text: str) -> bool:
-    """Is the line a code comment (``# ...``, ``// ...``)?"""
-    return _COMMENT.match(text) is not None
-
-
-def _continues(line: str, nxt: str) -> bool:
-    """Is ``nxt`` the rest of the sentence ``line`` stopped in (a hard-wrapped line of HTML text)?
-
-    Source files and some pages wrap prose at ~80 columns ("DeepSpeed provides a TiedLayerSpec that
-    is an extension of / LayerSpec."). Taken as paragraphs, each half was a "heading" or a fragment,
-    and the fact in it could never be quoted. Only prose wraps this way: a line that ends a sentence,
-    a heading followed by a capitalised line, a list item, a table row or code stays apart.
-    """
-    head, tail = line.rstrip(), nxt.strip()
-    if _COMMENT.match(head) and _COMMENT.match(tail):
-        # A code comment wrapped over lines ("# If running in a multi-node cluster, this is where you /
-        # # should configure the run's persistent storage ...") is one sentence, as prose is.
-        h, t = _COMMENT.sub("", head), _COMMENT.sub("", tail)
-        return len(h.split()) >= 4 and t[:1].islower() and not re.search(r"[.!?:;]$", h)
-    if not head or not tail or _NOT_CONTINUATION.match(nxt) or len(head.split()) < 4:
-        return False
-    if _NOT_CONTINUATION.match(head) and not _ITEM_LINE.match(head):
-        return False  # a table row, code or a quote does not wrap into prose (a list item may)
-    if not _OPEN_END.search(head) or _CODE_TOKENS.search(head) and not tail[:1].islower():
-        return False
-    letters = sum(ch.isalpha() or ch.isspace() for ch in head)
-    if letters < 0.85 * len(head):
-        return False  # code or a formula, not wrapped prose
-    return tail[:1].islower() or re.search(r"[,\-–(]$|\b[a-z]+$", head) is not None and \
-        _ENDS_LINKED.search(head) is not None
-
-
 #: A numbered section heading on a line of its own in PDF text ("3.2.2 Gradient Bucketing", "5 CONCLUSIONS",
 #: "A.5 PROOFS"), after a paragraph's end (or the block's start) and before a capitalised line. Read as
 #: one paragraph it was glued to the section's first sentence ("3.2.2 Gradient Bucketing The idea of
@@ -186,7 +151,7 @@ def _paragraphs(block: str, pdf: bool) -> Iterator[tuple[int, int, str]]:
     In PDF text a newline is a line wrap, so the block is one paragraph but for the numbered section
     headings on lines of their own (:data:`_PDF_HEADING_LINE`); elsewhere (HTML, markdown)
     each line is a paragraph or a list item, which is what keeps list items apart, except a line
-    that stops mid-sentence and is continued by the next (:func:`_continues`): that is one paragraph.
+    that stops mid-sentence and is continued by the next (:func:`continues`): that is one paragraph.
     Between :data:`~dmlqa.extract.text.CODE_FENCE` lines each line is code of its own.
     """
     if pdf:
@@ -214,8 +179,8 @@ def _paragraphs(block: str, pdf: bool) -> Iterator[tuple[int, int, str]]:
         if fenced or fence:  # a code block's lines (and its fences) stand apart, one each, but for a comment
             # wrapped over lines ("# If running in a multi-node cluster, this is where you / # should configure ...")
             # (not to commented-out code: "# model.to(device)" under it is no part of it)
-            if fenced and not fence and current is not None and _COMMENT.match(last) and _COMMENT.match(line) \
-                    and len(_COMMENT.sub("", line).split()) >= 3 and _continues(last, line):
+            if fenced and not fence and current is not None and COMMENT.match(last) and COMMENT.match(line) \
+                    and len(COMMENT.sub("", line).split()) >= 3 and continues(last, line):
                 current = (current[0], pos + len(line), CODE)
             else:
                 if current is not None:
@@ -224,12 +189,12 @@ def _paragraphs(block: str, pdf: bool) -> Iterator[tuple[int, int, str]]:
             last = line if current is not None else ""
             fenced = fenced != fence
         elif line.strip():
-            if current is not None and _continues(last, line):
+            if current is not None and continues(last, line):
                 current = (current[0], pos + len(line), current[2])
             else:
                 if current is not None:
                     yield current
-                current = (pos, pos + len(line), ITEM if _ITEM_LINE.match(line) else PROSE)
+                current = (pos, pos + len(line), ITEM if ITEM_LINE.match(line) else PROSE)
             last = line
         elif current is not None:
             yield current
@@ -332,7 +297,7 @@ def _code_role(text: str) -> str:
     """The role of a line of a code block: CODE, but for a comment that reads as a sentence ("# Define the
     GPU device for the current worker"), which is PROSE: it says what the line under it does, and announces
     it (:func:`_announces`) as a sentence ending in ':' does."""
-    if not _COMMENT.match(text):
+    if not COMMENT.match(text):
         return CODE
     said = " ".join(COMMENT_MARK.sub(" ", text).split())  # a comment wrapped over lines has a marker on each
     words = said.split()
@@ -340,8 +305,6 @@ def _code_role(text: str) -> str:
                      and not _reads_as_code(said, words)) else CODE
 
 
-#: A comment's marker, at the start of a line or of a wrapped line's part.
-COMMENT_MARK = re.compile(r"(?:^|\s)(?:#|//)\s+")
 
 
 def _lines(text: str) -> Iterator[tuple[int, int, str]]:
@@ -364,7 +327,7 @@ def _markdown_row(text: str) -> bool:
 def _snippet_line(text: str, chars: int = SNIPPET_CHARS) -> bool:
     """A line of code or a command short enough to quote (``chars``): not a table row, a fence, a lone bracket
     or BibTeX, nor a markdown heading (a ``#`` line is code only when it holds code: commented-out code)."""
-    if text.startswith("# ") and not _CODE_TOKENS.search(text):
+    if text.startswith("# ") and not CODE_TOKENS.search(text):
         return False
     return (len(text) <= chars and sum(ch.isalpha() for ch in text) >= 3
             and not re.match(r"^(?:\||```|@\w+\{)", text))
@@ -374,7 +337,7 @@ def _code_like(line: str) -> bool:
     """Could a line taken for a heading be code? A command opens lower-case ("ray status", "ds_report")
     or holds code's characters; "Running Unmodified Megatron-LM GPT2 model" is the next section's title."""
     return line[:1].islower() or not line[:1].isalnum() or re.search(r"[=()\[\]{}<>$_/\\`'\":;]", line) is not None \
-        or _CODE_TOKENS.search(line) is not None
+        or CODE_TOKENS.search(line) is not None
 
 
 #: A command line: a flag (``--num-experts 64``), a shell prompt, or a program given flags.
@@ -399,7 +362,7 @@ def _announces(sentences: list[Sentence], i: int) -> int:
         return 0
     if s.text.endswith(":") or "follow" in s.text and _FOLLOWING.search(s.text):  # the substring first: 10x quicker
         return SNIPPET_LINES  # "... by setting the following in the config file."
-    if _COMMENT.match(s.text):
+    if COMMENT.match(s.text):
         return 1
     first = i + 1 + (i + 1 < len(sentences) and _FENCE_LINE.match(sentences[i + 1].text) is not None)
     run = 0
@@ -432,7 +395,7 @@ def _announced_snippets(sentences: list[Sentence]) -> list[Sentence]:
             # a comment labelling the line under it ("# For Jax users") comes with the code, uncounted (one
             # that reads as a sentence stays one: it announces the line under it itself)
             label = (comments < SNIPPET_LINES and nxt.role in (CODE, HEADING, FURNITURE) and j + 1 < len(out)
-                     and _COMMENT.match(nxt.text) is not None and out[j + 1].role in (CODE, HEADING, FURNITURE)
+                     and COMMENT.match(nxt.text) is not None and out[j + 1].role in (CODE, HEADING, FURNITURE)
                      and len(nxt.text) <= SNIPPET_CHARS)
             # a command too short for a sentence is furniture by length ("deepspeed --include localhost:0,1 ...")
             if nxt.page != s.page or not label and (
@@ -455,12 +418,6 @@ _FURNITURE = re.compile(r"(?:arXiv:\d{4}\.\d{4,5}v?\d*\s*\[[\w.\-]+\]|Proceeding
                         r"https?://doi\.org/\S+\s*$|licensed under a Creative Commons)", re.IGNORECASE)
 _REFERENCE = re.compile(r"^\[\d+\]\s+[A-Z]|(?:In\s+)?Proceedings of|arXiv preprint arXiv|"
                         r"\b(?:19|20)\d\d[a-z]?\.\s+URL\b|\bpp\.\s*\d+|\bvol\.\s*\d+|\bdoi:\s*10\.", re.IGNORECASE)
-#: The calls (``x.y(``, ``a_b(``) are tried only where a word starts (the ``\b`` they share with the
-#: keywords): from inside a word they match only if they match from its start, which a scan tries first
-#: (no match ends inside a word), so the matches are the same; trying them at every letter backtracked
-#: over the rest of its word each time.
-_CODE_TOKENS = re.compile(r"[{};=]|\(\)|\b(?:(?:def|return|import|self|lambda|elif|torch|np|npx|print)\b|"
-                          r"\w+\.\w+\(|\w+_\w+\()|^\s*\d+\s+\w+\(|==|->|\+=|//")
 #: Three or more "Name Surname," at the start of a line: the authors of a publication list entry.
 _AUTHOR_LIST = re.compile(r"^(?:[-*•▪●◦‣]\s*)?(?:(?:[A-Z][\w'’.\-]*\s+){1,3}[A-Z][\w'’\-]+,\s*(?:and\s+)?){3,}")
 #: What a cited work carries: a year in parentheses or after a full stop, an arXiv or DOI identifier.
@@ -512,10 +469,10 @@ def _reads_as_code(text: str, words: list[str]) -> bool:
 
 
 def _code_tokens(text: str, cap: int) -> int:
-    """How many :data:`_CODE_TOKENS` ``text`` holds, up to ``cap``."""
+    """How many :data:`CODE_TOKENS` ``text`` holds, up to ``cap``."""
     if not holds(text, _CODE_NEEDLES) and not ("(" in text and _CALL.search(text)):
         return 0
-    return count_upto(_CODE_TOKENS, text, cap)
+    return count_upto(CODE_TOKENS, text, cap)
 
 
 def _print_stamp(text: str) -> bool:

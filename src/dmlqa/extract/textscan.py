@@ -13,6 +13,23 @@ _ASCII_LETTERS = b"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz"
 #: Small words a wrapped line of prose may stop on (articles, prepositions, conjunctions, copulas): a regex
 #: alternation, shared by the sentence splitter and the reader of tables in PDF text.
 LINKING = "a|an|the|of|to|in|on|for|with|by|from|and|or|that|which|is|are|be|as|at|than|into|via|per"
+#: The marker opening a line comment (shell/Python ``#``, C-like ``//``); :data:`COMMENT_MARK` also finds it where a
+#: comment wrapped over lines was joined into one.
+COMMENT = re.compile(r"^\s*(?:#|//)\s+")
+COMMENT_MARK = re.compile(r"(?:^|\s)(?:#|//)\s+")
+
+
+#: The calls (``x.y(``, ``a_b(``) are tried only where a word starts (the ``\b`` they share with the
+#: keywords): from inside a word they match only if they match from its start, which a scan tries first
+#: (no match ends inside a word), so the matches are the same; trying them at every letter backtracked
+#: over the rest of its word each time.
+CODE_TOKENS = re.compile(r"[{};=]|\(\)|\b(?:(?:def|return|import|self|lambda|elif|torch|np|npx|print)\b|"
+                          r"\w+\.\w+\(|\w+_\w+\()|^\s*\d+\s+\w+\(|==|->|\+=|//")
+
+
+def code_comment(text: str) -> bool:
+    """Is the line a code comment (``# ...``, ``// ...``)?"""
+    return COMMENT.match(text) is not None
 
 
 def letter_count(text: str) -> int:

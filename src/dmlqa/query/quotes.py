@@ -29,11 +29,11 @@ from dmlqa.extract.sentences import (
     QUOTED_CODE,
     ROW,
     SNIPPET,
-    code_comment,
     leans_forward,
     marker_subject,
 )
 from dmlqa.extract.tables import row_parts
+from dmlqa.extract.textscan import code_comment
 from dmlqa.index.lexical import tokenize
 from dmlqa.models import Citation, Hit
 from dmlqa.query.extractive import Candidate, Pool
