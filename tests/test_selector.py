@@ -382,6 +382,21 @@ def test_a_line_written_as_a_title_answers_only_a_question_asking_for_a_name() -
     assert [c.ordinal for c in which][0] == 0
 
 
+def test_a_question_asking_which_resource_gets_the_sources_name_first() -> None:
+    cands = _cands([(PROSE, "Nerlnet simulates a whole cluster of edge devices on one machine before deploying it.")])
+    hit = Hit(rank=1, score=1.0, doc_id="d", url="https://x.org/d", title="GitHub - leondavi/NErlNet: a framework",
+              page=1, section=None, text="")
+    for q in ("Which framework simulates a cluster of edge devices on one machine?",
+              "Is there a framework for simulating a cluster of edge devices on one machine?",
+              "Are there any tools that simulate a cluster of edge devices on one machine?",
+              "What's the name of the library that simulates edge devices on one machine?"):
+        body, _ = compose(cands, [hit], question=q)
+        assert body.startswith("leondavi/NErlNet: a framework [1]:"), q
+    for q in ("Is there a way to simulate a cluster of edge devices on one machine?",
+              "How does the framework simulate a cluster of edge devices?"):
+        assert compose(cands, [hit], question=q)[0].startswith("Nerlnet simulates"), q
+
+
 def test_a_sentence_the_previous_answer_quoted_goes_last() -> None:
     cands = _cands([(PROSE, "ZeRO stage 1 partitions the optimizer states across ranks."),
                     (PROSE, "ZeRO stage 3 also partitions the parameters across ranks.")])

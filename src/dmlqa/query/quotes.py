@@ -369,13 +369,14 @@ def llm_sources(pool: Pool, scores: np.ndarray, *, max_sources: int = 8) -> list
 
 # -- composing ---------------------------------------------------------------------------------------------
 
-_ASKS_RESOURCE = re.compile(r"^\W*(?:which|what)\b(?:\s+\w+){0,3}?\s+(?:paper|project|work|library|framework|"
-                            r"system|tool|report|tech report|package|repo|repository|method|approach|technique)s?\b",
-                            re.I)
+_ASKS_RESOURCE = re.compile(r"^\W*(?:which|what|(?:is|are) there (?:a|an|any)|what(?:'s| is) the name of the)\b"
+                            r"(?:\s+[\w-]+){0,3}?\s+(?:paper|project|work|library|framework|system|tool|report|"
+                            r"tech report|package|repo|repository|method|approach|technique)s?\b", re.I)
 
 
 def asks_for_resource(question: str) -> bool:
-    """"Which paper/project/tool ...?": the answer is a source's name, so the answer leads with it."""
+    """"Which paper/project/tool ...?", "Is there a library that ...?": the answer is a source's name, so the
+    answer leads with it."""
     return _ASKS_RESOURCE.search(question) is not None
 
 
