@@ -321,6 +321,18 @@ def test_a_wrapped_line_opening_with_a_python_keyword_or_a_number_goes_on_with_i
     assert not any("steps with open" in t or "follows from" in t for _, t in got)
 
 
+def test_a_line_that_ends_a_sentence_and_stops_in_the_next_goes_on_whatever_the_next_line_opens_with() -> None:
+    d = doc("We support both AVX-512 and AVX-2 instruction sets. DeepSpeed uses\nAVX-2 by default which can be "
+            "switched to AVX-512 by a build flag.\nPart 1. Steps to build your own linux dev environment\nDockerfile "
+            "offered for building mxnet and go env.\n1. Preview instance placements\nThe previews endpoint will "
+            "preview all valid placements for your model.")
+    got = roles(d)
+    assert (PROSE, "DeepSpeed uses AVX-2 by default which can be switched to AVX-512 by a build flag.") in got
+    # a numbered part or step is a heading, not a sentence stopping mid-way
+    assert (PROSE, "Dockerfile offered for building mxnet and go env.") in got
+    assert (PROSE, "The previews endpoint will preview all valid placements for your model.") in got
+
+
 def test_questions_and_publication_list_entries_are_not_quotable() -> None:
     assert classify("- Compare accuracy for different learning rates. How does it scale with GPUs?", ITEM) == HEADING
     assert classify("Why would anyone shard the optimizer states across ranks?") == HEADING

@@ -27,6 +27,10 @@ _NOT_CONTINUATION = re.compile(r"^\s*(?:[|#>`{}<$]|[-*•▪●◦‣]\s|\d{1,2}
                                r"import\s+[\w.]+\s*(?:,|as\b|$)|from\s+[\w.]+\s+import\b|(?:def|class)\s+\w+\s*[(:]|"
                                r"print\s*\(|return\b[^.]*$|(?:for|if|elif|else|while|with|try)\b.*:\s*$)")
 
+#: A line that ends a sentence and stops a few words into the next ("... instruction sets. DeepSpeed uses"): prose,
+#: no heading, and the rest of that sentence is on the next line whatever its first letter ("AVX-2 by default ...").
+_MID_SENTENCE = re.compile(r"[a-z)][.!?]\s+[A-Z][\w-]*(?:\s+[\w,-]+){0,6}\s+[a-z]+$")
+
 
 def continues(line: str, nxt: str) -> bool:
     """Is ``nxt`` the rest of the sentence ``line`` stopped in (a hard-wrapped line of HTML text)?
@@ -51,5 +55,5 @@ def continues(line: str, nxt: str) -> bool:
     letters = sum(ch.isalpha() or ch.isspace() for ch in head)
     if letters < 0.85 * len(head):
         return False  # code or a formula, not wrapped prose
-    return tail[:1].islower() or re.search(r"[,\-–(]$|\b[a-z]+$", head) is not None and \
-        _ENDS_LINKED.search(head) is not None
+    return tail[:1].islower() or re.search(r"[,\-–(]$|\b[a-z]+$", head) is not None and (
+        _ENDS_LINKED.search(head) is not None or _MID_SENTENCE.search(head) is not None)
