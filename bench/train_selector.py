@@ -36,8 +36,8 @@ validation set beside the cross-validation, fitting nothing on it. ``--heldout``
 ``bench/heldout/questions-*.jsonl``) does the same for training-style questions written after the fit's own and
 kept out of it: what the selector does on questions it never saw, with their evidence sentences (so the best
 sentence and the gold source are scored too) and kind by kind. ``--unseen`` (by default
-``bench/unseen/questions-*.jsonl``) is a second such set, written after every rule of the first round of reading
-the held-out set's misses: nothing was changed for its misses, so it stays unseen.
+``bench/unseen/questions-*.jsonl``) is a second such set, written after the held-out set's misses had been read
+and rules changed for some of them; nothing is changed for its own misses, so it stays unseen.
 """
 
 from __future__ import annotations

@@ -305,8 +305,6 @@ def _code_role(text: str) -> str:
                      and not _reads_as_code(said, words)) else CODE
 
 
-
-
 def _lines(text: str) -> Iterator[tuple[int, int, str]]:
     """(start, end, whitespace-collapsed text) of each line of ``text``."""
     pos = 0
