@@ -5,6 +5,7 @@ from __future__ import annotations
 from collections.abc import Callable
 
 import numpy as np
+import pytest
 
 from dmlqa.extract.quoting import for_answer
 from dmlqa.extract.sentences import (
@@ -305,32 +306,35 @@ def test_hard_wrapped_html_prose_is_one_sentence_but_headings_and_code_stay_apar
     assert not any("import tensorflow" in t and "hvd" in t for _, t in got)  # code lines are not joined
 
 
-def test_a_wrapped_line_opening_with_a_python_keyword_or_a_number_goes_on_with_its_sentence() -> None:
-    # deepspeed.ai's pages wrap at ~90 columns: "with", "for", "from" open the rest of a sentence as often as code
-    d = doc("Here is an example of the abbreviated AlexNet model, but expressed only\nwith LayerSpecs. The parameters\n"
-            "for loss scaling can be specified in the deepspeed_config JSON file.\nUsing AVX-512, we observe 5.1x to "
-            "6.5x speedups considering the model-size between\n1 to 10 billion parameters with respect to torch-adam.\n"
-            "The pipeline is built in three steps\nwith open(path) as f:\nThen load the weights as follows\n"
-            "from deepspeed.pipe import PipelineModule")
-    got = roles(d)
-    assert (PROSE, "Here is an example of the abbreviated AlexNet model, but expressed only with LayerSpecs.") in got
-    assert (PROSE, "The parameters for loss scaling can be specified in the deepspeed_config JSON file.") in got
-    assert (PROSE, "Using AVX-512, we observe 5.1x to 6.5x speedups considering the model-size between 1 to 10 "
-                   "billion parameters with respect to torch-adam.") in got
-    # code opening with the same words, as code is written, stays apart from the line over it
-    assert not any("steps with open" in t or "follows from" in t for _, t in got)
-
-
-def test_a_line_that_ends_a_sentence_and_stops_in_the_next_goes_on_whatever_the_next_line_opens_with() -> None:
-    d = doc("We support both AVX-512 and AVX-2 instruction sets. DeepSpeed uses\nAVX-2 by default which can be "
-            "switched to AVX-512 by a build flag.\nPart 1. Steps to build your own linux dev environment\nDockerfile "
-            "offered for building mxnet and go env.\n1. Preview instance placements\nThe previews endpoint will "
-            "preview all valid placements for your model.")
-    got = roles(d)
-    assert (PROSE, "DeepSpeed uses AVX-2 by default which can be switched to AVX-512 by a build flag.") in got
-    # a numbered part or step is a heading, not a sentence stopping mid-way
-    assert (PROSE, "Dockerfile offered for building mxnet and go env.") in got
-    assert (PROSE, "The previews endpoint will preview all valid placements for your model.") in got
+@pytest.mark.parametrize(("text", "joined", "apart"), [
+    # deepspeed.ai's pages wrap at ~90 columns: "with", "for", "from" open the rest of a sentence as often as code,
+    # and a number the rest of one stopping on "between"; code opening with those words, as code is written, stays apart
+    ("Here is an example of the abbreviated AlexNet model, but expressed only\nwith LayerSpecs. The parameters\n"
+     "for loss scaling can be specified in the deepspeed_config JSON file.\nUsing AVX-512, we observe 5.1x to 6.5x "
+     "speedups considering the model-size between\n1 to 10 billion parameters with respect to torch-adam.\n"
+     "The pipeline is built in three steps\nwith open(path) as f:\nThen load the weights as follows\n"
+     "from deepspeed.pipe import PipelineModule",
+     ["Here is an example of the abbreviated AlexNet model, but expressed only with LayerSpecs.",
+      "The parameters for loss scaling can be specified in the deepspeed_config JSON file.",
+      "Using AVX-512, we observe 5.1x to 6.5x speedups considering the model-size between 1 to 10 billion parameters "
+      "with respect to torch-adam."],
+     ["steps with open", "follows from"]),
+    # a line that ends a sentence and stops in the next goes on whatever the next line opens with; a numbered part or
+    # step is a heading, not a sentence stopping mid-way
+    ("We support both AVX-512 and AVX-2 instruction sets. DeepSpeed uses\nAVX-2 by default which can be switched to "
+     "AVX-512 by a build flag.\nPart 1. Steps to build your own linux dev environment\nDockerfile offered for "
+     "building mxnet and go env.\n1. Preview instance placements\nThe previews endpoint will preview all valid "
+     "placements for your model.",
+     ["DeepSpeed uses AVX-2 by default which can be switched to AVX-512 by a build flag.",
+      "Dockerfile offered for building mxnet and go env.",
+      "The previews endpoint will preview all valid placements for your model."],
+     []),
+], ids=["python-keyword-or-number", "mid-sentence"])
+def test_a_hard_wrapped_line_goes_on_with_its_sentence(text: str, joined: list[str], apart: list[str]) -> None:
+    got = roles(doc(text))
+    for sentence in joined:
+        assert (PROSE, sentence) in got
+    assert not any(part in t for part in apart for _, t in got)
 
 
 def test_questions_and_publication_list_entries_are_not_quotable() -> None:
