@@ -299,8 +299,8 @@ def _code_role(text: str) -> str:
     it (:func:`_announces`) as a sentence ending in ':' does."""
     if not COMMENT.match(text):
         return CODE
-    said = " ".join(COMMENT_MARK.sub(" ", text).split())  # a comment wrapped over lines has a marker on each
-    words = said.split()
+    words = COMMENT_MARK.sub(" ", text).split()  # a comment wrapped over lines has a marker on each
+    said = " ".join(words)
     return PROSE if (len(words) >= MIN_WORDS and MIN_CHARS <= len(text) <= MAX_CHARS
                      and not _reads_as_code(said, words)) else CODE
 
