@@ -613,6 +613,26 @@ def test_a_code_blocks_lines_are_code_and_a_comment_in_it_announces_the_line_und
                     "device = get_accelerator().device_name(model.local_rank)\n```")
 
 
+def test_an_announced_line_opening_a_block_comes_with_the_first_line_of_its_body() -> None:
+    """"for param_group in optimizer.param_groups:" quoted alone is a loop with nothing in it: the line under a
+    block's opening line comes with it, and so on while each opens another (at most three more lines)."""
+    d = doc("Reset the learning rate when the workers change.\n```\ndef on_state_reset():\n"
+            "# adjust learning rate on reset\nfor param_group in optimizer.param_groups:\n"
+            "param_group['lr'] = lr * hvd.size()\nstate = hvd.elastic.TorchState(model, optimizer)\n```")
+    assert [r for r, t in roles(d) if "param_group" in t or t.startswith("state =")] == [SNIPPET, SNIPPET, LISTING]
+    body = _answer("How do I adjust the learning rate on reset?", d, 2)
+    assert body == ("adjust learning rate on reset [1]\n```\nfor param_group in optimizer.param_groups:\n"
+                    "param_group['lr'] = lr * hvd.size()\n```")
+    # three lines announced by a colon: a fourth comes only when the third opens a block
+    for third, fourth in (("session = tf.Session(config=config)", False),
+                          ("with tf.Session(config=config) as session:", True)):
+        d = doc(f"Let the memory of each GPU grow with these lines:\nconfig = tf.ConfigProto()\n"
+                f"config.gpu_options.allow_growth = True\n{third}\nsession.run(init_op)\n"
+                "The session then grows its memory as the model needs it.")
+        got = [r for r, _ in roles(d)]
+        assert got[:4] == [PROSE, SNIPPET, SNIPPET, SNIPPET] and (got[4] == SNIPPET) is fourth and got[5] == PROSE
+
+
 def test_a_code_line_under_a_fence_is_quoted_with_the_sentence_announcing_it() -> None:
     """The snippet itself may be the best candidate: it reaches back over the unstored fence to its sentence."""
     d = doc("On the first machine, start the head node with:\n```\nray start --head --port=6379\n```\n"

@@ -387,7 +387,7 @@ def _announced_snippets(sentences: list[Sentence]) -> list[Sentence]:
         j = i + 1
         if n and j < len(out) and out[j].text.startswith("```"):
             j += 1  # a fenced block's opening line ("```bash"): the code is under it
-        comments = 0
+        comments = opened = 0
         while n and j < len(out):
             nxt = out[j]
             # a comment labelling the line under it ("# For Jax users") comes with the code, uncounted (one
@@ -402,7 +402,13 @@ def _announced_snippets(sentences: list[Sentence]) -> list[Sentence]:
                 break
             out[j] = Sentence(nxt.doc_id, nxt.start, nxt.end, nxt.text, SNIPPET, nxt.page, nxt.section)
             comments, n, j = comments + label, n - (not label), j + 1
+            if not n and not label and opened < SNIPPET_LINES and _OPENS_BLOCK.match(nxt.text):
+                n, opened = 1, opened + 1  # "for g in opt.param_groups:" says nothing without its body's first line
     return out
+
+
+#: A line opening a block of Python (its body is under it): quoted alone it is a fragment.
+_OPENS_BLOCK = re.compile(r"^(?:(?:async\s+)?(?:for|while|if|elif|with|def)\b.*|else|try|finally|except\b.*):\s*$")
 
 
 # -- roles -------------------------------------------------------------------------------------------
