@@ -279,6 +279,8 @@ def test_the_asker_refuses_by_name_and_lists_the_nearest_titles(home: Path) -> N
     ("¿Cómo funciona ZeRO-3 con la partición de parámetros?", True),
     ("Wie partitioniert ZeRO-3 die Parameter über mehrere GPUs?", True),
     ("Comment ZeRO-3 partitionne-t-il les paramètres entre les GPU ?", True),
+    # "los", "estados" and "del" are in the English vocabulary; the capitalised "¿Cómo" opening it is not English
+    ("¿Cómo particiona ZeRO-3 los estados del optimizador?", True),
     # English keeps its words of asking, even misspelt; keywords are the index's own words
     ("how dose deepspeed shrad params", False),
     ("Can megablocksx partition optimizer states?", False),  # a capitalised "Can" still opens English

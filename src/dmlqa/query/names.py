@@ -83,13 +83,19 @@ def not_english(question: str, concept: Callable[[str], bool] = lambda word: Fal
     rank of the bundled vocabulary or in the dictionary, or a regular form of one) nor the index's own
     vocabulary (``concept``),
     one spelt with a letter English does not use ("partición", "über") counting twice. Capitalised
-    words are left out: names are the same in every language. Otherwise a question in Spanish or German
-    reads as a string of names no document mentions ("nothing on Cómo or funciona"); an English question
-    with typos keeps its "how" or "the", and a query of keywords holds the index's words.
+    words are left out (but a sentence's first when so spelt: "¿Cómo"): names are the same in every
+    language. Otherwise a question in Spanish or German reads as a string of names no document mentions
+    ("nothing on Cómo or funciona"); an English question with typos keeps its "how" or "the", and a
+    query of keywords holds the index's words.
 
     The bundled vocabulary alone cannot tell: English text holds "de", "la", "les" and "die" (names, quotes)."""
-    every = [w.text for w in _words(question)]
-    words = [w for w in every if w.isalpha() and w.islower() and len(w) >= 2]
+    found = _words(question)
+    every = [w.text for w in found]
+    # a sentence's capitalised first word counts when spelt with a letter English does not use ("¿Cómo ...",
+    # "Über ..."): a name or an English word there ("Comment", "Horovod") would only dilute the count
+    words = [w.text.lower() if w.sentence_start and w.text.istitle() and not w.text.isascii() else w.text
+             for w in found]
+    words = [w for w in words if w.isalpha() and w.islower() and len(w) >= 2]
     if len(words) < 3 or any(w.lower() in _OPENERS for w in every):  # "Can ...", "How ..." open English
         return False
     foreign = sum(1 if w.isascii() else 2 for w in words if not (english_word(w, limit=1 << 30) or concept(w)))
