@@ -281,6 +281,13 @@ def test_the_asker_refuses_by_name_and_lists_the_nearest_titles(home: Path) -> N
     ("Comment ZeRO-3 partitionne-t-il les paramètres entre les GPU ?", True),
     # "los", "estados" and "del" are in the English vocabulary; the capitalised "¿Cómo" opening it is not English
     ("¿Cómo particiona ZeRO-3 los estados del optimizador?", True),
+    # "die", "in", "come", "il", "a" are English words too: the language identifier tells
+    ("Wie funktioniert die Pipeline-Parallelität in GPipe?", True),
+    ("Come funziona il parallelismo dei dati in Horovod?", True),
+    ("Quali sono i vantaggi di FSDP rispetto a DDP?", True),
+    # one word no English dictionary holds does not make a question foreign, nor does a run of identifiers
+    ("How do I use torchtitan with float8 training?", False),
+    ("ZeRO++ qwZ hpZ qgZ settings", False),
     # English keeps its words of asking, even misspelt; keywords are the index's own words
     ("how dose deepspeed shrad params", False),
     ("Can megablocksx partition optimizer states?", False),  # a capitalised "Can" still opens English

@@ -37,6 +37,7 @@ from dmlqa.index.lexical import _stopwords, tokenize
 from dmlqa.index.versions import IndexVersion
 from dmlqa.models import Citation, Hit
 from dmlqa.query.english import common_word, english_ranks, english_word
+from dmlqa.query.language import other_language
 from dmlqa.query.mentions import BATCH_ROWS, MARK, PIECE, Evidence, concepts, row_texts, rows_with, tokens_known
 from dmlqa.query.pinned import per_version
 
@@ -88,7 +89,8 @@ def not_english(question: str, concept: Callable[[str], bool] = lambda word: Fal
     ("nothing on Cómo or funciona"); an English question with typos keeps its "how" or "the", and a
     query of keywords holds the index's words.
 
-    The bundled vocabulary alone cannot tell: English text holds "de", "la", "les" and "die" (names, quotes)."""
+    The bundled vocabulary alone cannot tell: English text holds "de", "la", "les" and "die" (names, quotes). Where
+    it finds a foreign word but not enough of them, a language identifier decides (:mod:`dmlqa.query.language`)."""
     found = _words(question)
     every = [w.text for w in found]
     # a sentence's capitalised first word counts when spelt with a letter English does not use ("¿Cómo ...",
@@ -96,10 +98,13 @@ def not_english(question: str, concept: Callable[[str], bool] = lambda word: Fal
     words = [w.text.lower() if w.sentence_start and w.text.istitle() and not w.text.isascii() else w.text
              for w in found]
     words = [w for w in words if w.isalpha() and w.islower() and len(w) >= 2]
-    if len(words) < 3 or any(w.lower() in _OPENERS for w in every):  # "Can ...", "How ..." open English
+    if len(words) < 3:
         return False
     foreign = sum(1 if w.isascii() else 2 for w in words if not (english_word(w, limit=1 << 30) or concept(w)))
-    return foreign >= len(words) / 2
+    if foreign >= len(words) / 2 and not any(w.lower() in _OPENERS for w in every):  # "Can ...", "How ..."
+        return True
+    # "die", "in" and "come" are English words too: where one word is foreign, a language identifier tells
+    return foreign > 0 and other_language(question)
 
 
 # -- candidate names ---------------------------------------------------------------------------------------
