@@ -374,12 +374,17 @@ def _announces(sentences: list[Sentence], i: int) -> int:
     return run if 0 < run <= SNIPPET_LINES and ends else 0
 
 
+#: A line opening a block of Python (its body is under it): quoted alone it is a fragment.
+_OPENS_BLOCK = re.compile(r"^(?:(?:async\s+)?(?:for|while|if|elif|with|def)\b.*|else|try|finally|except\b.*):\s*$")
+
+
 def _announced_snippets(sentences: list[Sentence]) -> list[Sentence]:
     """The code lines a sentence announces (:func:`_announces`) become SNIPPETs.
 
     "TensorFlow can grow its memory gradually by (if desired):" says nothing without the
     ``config.gpu_options.allow_growth = True`` after it; as code, that line was never quotable, so
-    the answer stopped at the colon. Only announced lines qualify: code elsewhere stays unquoted.
+    the answer stopped at the colon. Only announced lines qualify: code elsewhere stays unquoted. A line
+    opening a Python block (:data:`_OPENS_BLOCK`) brings the first line of its body.
     """
     out = list(sentences)
     for i, s in enumerate(sentences):
@@ -405,10 +410,6 @@ def _announced_snippets(sentences: list[Sentence]) -> list[Sentence]:
             if not n and not label and opened < SNIPPET_LINES and _OPENS_BLOCK.match(nxt.text):
                 n, opened = 1, opened + 1  # "for g in opt.param_groups:" says nothing without its body's first line
     return out
-
-
-#: A line opening a block of Python (its body is under it): quoted alone it is a fragment.
-_OPENS_BLOCK = re.compile(r"^(?:(?:async\s+)?(?:for|while|if|elif|with|def)\b.*|else|try|finally|except\b.*):\s*$")
 
 
 # -- roles -------------------------------------------------------------------------------------------
