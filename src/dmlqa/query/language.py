@@ -26,13 +26,7 @@ def _identifier():  # noqa: ANN202 - py3langid's LanguageIdentifier
     return LanguageIdentifier.from_model_file(MODEL_FILE, norm_probs=True)
 
 
-def identify(text: str) -> tuple[str, float]:
-    """The text's most likely language (an ISO 639 code) and its probability."""
-    lang, prob = _identifier().classify(text)
-    return str(lang), float(prob)
-
-
 def other_language(text: str) -> bool:
-    """Is the text confidently in a language other than English?"""
-    lang, prob = identify(text)
+    """Is the text confidently (its most likely language's probability) in a language other than English?"""
+    lang, prob = _identifier().classify(text)
     return lang not in ("en", _NO_LANGUAGE) and prob >= CONFIDENCE
