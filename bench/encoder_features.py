@@ -36,7 +36,6 @@ import numpy as np
 from sklearn.model_selection import GroupKFold
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-import question_adapter as qa  # noqa: E402
 import train_selector as ts  # noqa: E402 - the selector's own pools, folds and answer scoring
 
 from dmlqa.api import KnowledgeBase  # noqa: E402
@@ -114,30 +113,20 @@ def main() -> None:
         def question(it: ts.Item) -> np.ndarray:
             return vectors[it.q["question"]]
 
-    def cand(it: ts.Item) -> np.ndarray:
-        return np.array([vectors[text[(c.doc_id, c.text)]] for c in it.pool.candidates], np.float32)
+    def cand(it: ts.Item) -> np.ndarray:  # one row per candidate, none for a question without any
+        rows = [vectors[text[(c.doc_id, c.text)]] for c in it.pool.candidates]
+        return np.array(rows, np.float32).reshape(len(rows), len(question(it)))
 
     shipped = load_selector(ROOT / "src/dmlqa/query/selector.json")
     idx = list(range(len(train)))
     whole = ts.cross_fitted(train, idx)  # the shipped adapter's columns, cross-fitted once
     u, v = ts.fit_items(train)
 
-    def own_adapter() -> tuple[dict[int, np.ndarray], dict[int, np.ndarray]]:
-        """The new look's cosines with the question turned by an adapter of its own: out of fold for the
-        training questions, fitted on all of them for the rest."""
-        def fit(its: list[ts.Item]) -> tuple[np.ndarray, np.ndarray]:
-            keep = [it for it in its if ts._fits(it)]
-            return qa.fit_adapter([question(it) for it in keep], [cand(it) for it in keep], [it.labels for it in keep])
-        out: dict[int, np.ndarray] = {}
-        for tr, te in GroupKFold(ts.ADAPTER_FOLDS).split(np.zeros(len(train)), groups=[it.group for it in train]):
-            a, b = fit([train[j] for j in tr])
-            out.update({j: qa.adapted_cosines(a, b, question(train[j]), cand(train[j])) for j in te
-                        if len(train[j].pool.candidates)})
-        a, b = fit(train)
-        return out, {id(it): qa.adapted_cosines(a, b, question(it), cand(it)) for it in held + dev
-                     if len(it.pool.candidates)}
-
-    oof_adapted, fitted_adapted = own_adapter()
+    # the new look's cosines with the question turned by an adapter of its own, fitted as the shipped one is: out of
+    # fold for the training questions, on all of them for the rest
+    oof_adapted = ts.cross_fitted(train, idx, question, cand)
+    a, b = ts.fit_items(train, question, cand)
+    fitted_adapted = {id(it): ts.adapted_cosines(a, b, question(it), cand(it)) for it in held + dev}
 
     def extra(it: ts.Item, i: int | None, adapted: bool) -> np.ndarray:
         if not len(it.pool.candidates):

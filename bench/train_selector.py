@@ -235,23 +235,38 @@ def compact_lists(text: str) -> str:
     return re.sub(r"\[\s+([-0-9.e,\s]+?)\s+\]", lambda m: "[" + " ".join(m[1].split()) + "]", text)
 
 
-def fit_items(items: list[Item]) -> tuple[np.ndarray, np.ndarray]:
-    """The question adapter fitted on the answerable ones of ``items`` (bench/question_adapter.py)."""
+def _question(it: Item) -> np.ndarray:
+    return it.pool.qvec
+
+
+def _stored(it: Item) -> np.ndarray:
+    return it.vectors
+
+
+#: What an adapter reads of an item: the question's vector, or its candidates' vectors (one row each).
+Vectors = Callable[[Item], np.ndarray]
+
+
+def fit_items(items: list[Item], question: Vectors = _question, vectors: Vectors = _stored) -> tuple[np.ndarray,
+                                                                                                       np.ndarray]:
+    """The question adapter fitted on the answerable ones of ``items`` (bench/question_adapter.py); by default on
+    the embedder's own vectors (another encoder's for bench/encoder_features.py)."""
     keep = [it for it in items if _fits(it)]
-    return fit_adapter([it.pool.qvec for it in keep], [it.vectors for it in keep], [it.labels for it in keep])
+    return fit_adapter([question(it) for it in keep], [vectors(it) for it in keep], [it.labels for it in keep])
 
 
-def cross_fitted(items: list[Item], idx: list[int]) -> dict[int, np.ndarray]:
+def cross_fitted(items: list[Item], idx: list[int], question: Vectors = _question,
+                 vectors: Vectors = _stored) -> dict[int, np.ndarray]:
     """For each item of ``idx``, its candidates' cosines with the question turned by an adapter fitted on the
     other folds of ``idx`` (grouped by gold document): the LR learns how far to trust the adapted cosine
     from questions the adapter did not see, as every question it answers will be."""
     out: dict[int, np.ndarray] = {}
     split = GroupKFold(n_splits=ADAPTER_FOLDS).split(np.zeros(len(idx)), groups=[items[i].group for i in idx])
     for train, test in split:
-        u, v = fit_items([items[idx[j]] for j in train])
+        u, v = fit_items([items[idx[j]] for j in train], question, vectors)
         for j in test:
             it = items[idx[j]]
-            out[idx[j]] = adapted_cosines(u, v, it.pool.qvec, it.vectors)
+            out[idx[j]] = adapted_cosines(u, v, question(it), vectors(it))
     return out
 
 
