@@ -67,13 +67,6 @@ NOT_ENGLISH = ("The knowledge base is in English, and this question does not loo
                "English.")
 
 
-def _latin_share(text: str) -> float:
-    letters = [ch for ch in text if ch.isalpha()]
-    if not letters:
-        return 1.0
-    return sum(1 for ch in letters if ord(ch) < 0x250) / len(letters)
-
-
 # -- retrieval ------------------------------------------------------------------------------------------
 
 
@@ -278,8 +271,6 @@ class Asker:
         if not_english(text, concepts(version)):  # before retrieval: English passages cannot answer it
             return refuse(NOT_ENGLISH, (), "question not in English")
         hits = retrieve(self.searcher, version, f"{context} {text}" if context else text, options)
-        if _latin_share(text) < 0.5:
-            notices.append("the knowledge base is in English; questions in other languages match poorly")
         unknown = unknown_names(version, text, hits)
         if unknown:  # before either answerer: an LLM would answer from passages about something else
             return refuse(*name_refusal(version, unknown, hits), "; ".join(notices) or None, hits)

@@ -5,6 +5,10 @@ Italian share too many short words with it ("die", "in", "come", "il" are all in
 to tell "Wie funktioniert die Pipeline-Parallelität in GPipe?" from English, so a language identifier
 (py3langid: character n-grams over 97 languages, its model in the package, nothing downloaded) decides those.
 It loads in ~0.8 s, so it is asked only about questions the vocabulary finds a foreign word in.
+
+Neither is needed for a question written mostly in another script ("ZeRO-3 如何划分优化器状态？"): its words are
+not Latin letters, so the vocabulary finds no lower-case English word to count, and the name check would refuse the
+foreign words as names no document mentions.
 """
 
 from __future__ import annotations
@@ -17,6 +21,8 @@ import functools
 CONFIDENCE = 0.5
 #: Not a language: "no linguistic content" (a run of identifiers such as "ZeRO++ qwZ hpZ qgZ").
 _NO_LANGUAGE = "zxx"
+#: Unicode's Latin letters end here (Basic Latin through Latin Extended-B; IPA and the rest are other scripts).
+_LATIN_END = 0x250
 
 
 @functools.cache
@@ -24,6 +30,13 @@ def _identifier():  # noqa: ANN202 - py3langid's LanguageIdentifier
     from py3langid.langid import MODEL_FILE, LanguageIdentifier
 
     return LanguageIdentifier.from_model_file(MODEL_FILE, norm_probs=True)
+
+
+def other_script(text: str) -> bool:
+    """Are most of the text's letters outside the Latin script (Chinese, Japanese, Cyrillic, Greek, Arabic ...)?
+    A name or formula in such letters inside an English question ("What is 悟道 (WuDao)?") leaves Latin the most."""
+    letters = [ch for ch in text if ch.isalpha()]
+    return bool(letters) and sum(1 for ch in letters if ord(ch) < _LATIN_END) < len(letters) / 2
 
 
 def other_language(text: str) -> bool:

@@ -37,7 +37,7 @@ from dmlqa.index.lexical import _stopwords, tokenize
 from dmlqa.index.versions import IndexVersion
 from dmlqa.models import Citation, Hit
 from dmlqa.query.english import common_word, english_ranks, english_word
-from dmlqa.query.language import other_language
+from dmlqa.query.language import other_language, other_script
 from dmlqa.query.mentions import BATCH_ROWS, MARK, PIECE, Evidence, concepts, row_texts, rows_with, tokens_known
 from dmlqa.query.pinned import per_version
 
@@ -90,7 +90,10 @@ def not_english(question: str, concept: Callable[[str], bool] = lambda word: Fal
     query of keywords holds the index's words.
 
     The bundled vocabulary alone cannot tell: English text holds "de", "la", "les" and "die" (names, quotes). Where
-    it finds a foreign word but not enough of them, a language identifier decides (:mod:`dmlqa.query.language`)."""
+    it finds a foreign word but not enough of them, a language identifier decides (:mod:`dmlqa.query.language`).
+    A question written mostly in another script is not English whatever its words."""
+    if other_script(question):
+        return True
     found = _words(question)
     every = [w.text for w in found]
     # a sentence's capitalised first word counts when spelt with a letter English does not use ("¿Cómo ...",
