@@ -208,6 +208,16 @@ def _version_of(question: str, words: Sequence[_Word], j: int) -> bool:
     return True
 
 
+def _lower_release(question: str, words: Sequence[_Word], i: int, concept: Callable[[str], bool]) -> bool:
+    """Is ``words[i]`` a lower-case project's name written with a release ("exo 2.0", "pytorch v2")? The word is in
+    no English dictionary (the index may know it: "pytorch" is a concept); a dictionary word before a number is a
+    part or a count ("lemma 3.2", "kernel 5.4"). The release is dotted or a "v": "Ray 2 nodes" holds no release. A
+    rare word alone joins no run, but its release is still the question's."""
+    w = words[i].text
+    return (w.islower() and w.isalpha() and len(w) >= 3 and not english_word(w) and i + 1 < len(words)
+            and not words[i + 1].text.isdigit() and _version_of(question, words, i + 1))
+
+
 def candidate_names(question: str, concept: Callable[[str], bool] = lambda word: False) -> list[str]:
     """The names a question uses, as written: runs of name-like words (see the module's docstring)
     and quoted strings; a run of joiners alone ("GPU", "2-bit") is none.
@@ -225,7 +235,14 @@ def candidate_names(question: str, concept: Callable[[str], bool] = lambda word:
     out: list[str] = []
     i = 0
     while i < len(words):
-        if kinds[i] == "plain" or any(a <= words[i].start < b for a, b, _ in quoted):
+        if any(a <= words[i].start < b for a, b, _ in quoted):
+            i += 1
+            continue
+        if kinds[i] in ("plain", "alone") and _lower_release(question, words, i, concept):
+            out.append(question[words[i].start : words[i + 1].end])  # "elephas 4.0", "exo 2.0"
+            i += 2
+            continue
+        if kinds[i] == "plain":
             i += 1
             continue
         j = i + 1
