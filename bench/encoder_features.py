@@ -2,6 +2,7 @@
 
     .venv/bin/python bench/encoder_features.py --home /tmp/snaphome --cache /tmp/ts.pkl --model /tmp/all-mpnet-base-v2
     .venv/bin/python bench/encoder_features.py --home /tmp/snaphome --cache /tmp/ts.pkl --context
+    .venv/bin/python bench/encoder_features.py --home /tmp/snaphome --cache /tmp/ts.pkl --tune full --vectors /tmp/q.pkl
 
 The selector's dense signals are the bundled MiniLM's cosine of the question with the bare sentence, and that
 cosine with the question turned by its adapter. This adds another look as two more features (the cosine and its
@@ -12,6 +13,10 @@ shipped one is (two more):
   candidate. all-mpnet-base-v2 (110 M parameters against MiniLM's 23 M) is the one a user could have offline;
 * ``--context``: the home's own encoder reading each candidate under its document title and section, as the
   passages are embedded (:func:`dmlqa.index.writer.dense_text`).
+* ``--tune full|bitfit``: the home's own encoder with its question side fine-tuned on the training pools
+  (``question_tuning.py``; every weight, or only biases and layer norms), the candidates keeping their stored
+  vectors. A training question is read by a copy tuned on the other adapter folds, the rest by one tuned on all
+  of them (~10 min for ``full`` on 2 cores).
 
 The logistic regression is cross-validated on ``bench/train/`` (five folds grouped by gold document; the shipped
 adapter's columns cross-fitted once over all the training questions), then fitted on all of them and scored on
@@ -39,6 +44,8 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 import train_selector as ts  # noqa: E402 - the selector's own pools, folds and answer scoring
 
 from dmlqa.api import KnowledgeBase  # noqa: E402
+from dmlqa.index.embed import model_dir  # noqa: E402
+from dmlqa.query.answer import is_follow_up  # noqa: E402
 from dmlqa.query.selector import load_selector  # noqa: E402
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -64,6 +71,46 @@ def encode_all(texts: list[str], encode, store: Path | None) -> dict[str, np.nda
     return have
 
 
+def asked(items: list[ts.Item]) -> dict[str, str]:
+    """What the answerer embeds for each question: a follow-up with the question it follows (``collect``)."""
+    by_id = {it.q["id"]: it.q["question"] for it in items}
+    out = {}
+    for it in items:
+        text, before = it.q["question"], by_id.get(it.q.get("previous") or "")
+        out[it.q["id"]] = f"{before} {text}" if before and is_follow_up(text) else text
+    return out
+
+
+def tuned_questions(kb: KnowledgeBase, train: list[ts.Item], rest: list[ts.Item], mode: str,
+                    store: Path | None) -> dict[str, np.ndarray]:
+    """Each question's vector from the encoder with its question side fine-tuned (``question_tuning.py``): for a
+    training question, by a copy tuned on the other adapter folds (grouped by gold document); for the rest, by
+    one tuned on all of them. Kept in ``store``, by question id."""
+    if store and store.exists():
+        return pickle.loads(store.read_bytes())
+    import question_tuning as qt
+
+    bert, tokenizer = qt.load_bert(str(model_dir(kb.settings.embed.model)))
+    text = asked(train + rest)
+
+    def fitted(items: list[ts.Item]):  # noqa: ANN202 - a BertModel
+        keep = [it for it in items if ts._fits(it)]
+        return qt.tune(bert, tokenizer, [text[it.q["id"]] for it in keep], [it.vectors for it in keep],
+                       [it.labels for it in keep], mode=mode)
+
+    out: dict[str, np.ndarray] = {}
+    t0 = time.perf_counter()
+    split = GroupKFold(n_splits=ts.ADAPTER_FOLDS).split(np.zeros(len(train)), groups=[it.group for it in train])
+    for fit_on, scored in [([train[i] for i in a], [train[i] for i in b]) for a, b in split] + [(train, rest)]:
+        model = fitted(fit_on)
+        out.update(zip([it.q["id"] for it in scored],
+                       qt.vectors_of(model, tokenizer, [text[it.q["id"]] for it in scored]), strict=True))
+        print(f"tuned on {len(fit_on)} questions ({time.perf_counter() - t0:.0f} s)", file=sys.stderr)
+    if store:
+        store.write_bytes(pickle.dumps(out))
+    return out
+
+
 def columns(c: np.ndarray) -> np.ndarray:
     return np.stack([c, c - c.max()], 1).astype(np.float32) if len(c) else np.zeros((0, 2), np.float32)
 
@@ -75,6 +122,8 @@ def main() -> None:
     look = ap.add_mutually_exclusive_group(required=True)
     look.add_argument("--model", help="another sentence-transformers model: a local path or a name")
     look.add_argument("--context", action="store_true", help="the home's encoder on title, section and sentence")
+    look.add_argument("--tune", choices=("full", "bitfit"),
+                      help="the home's encoder with its question side fine-tuned on the training pools")
     ap.add_argument("--vectors", type=Path, help="keep the encoded texts here, and reuse them")
     ap.add_argument("--validate", type=Path, default=ROOT.parent / "shared/eval/dev.jsonl")
     ap.add_argument("--results", type=Path, default=ROOT / "bench/results/encoder_features.json")
@@ -100,6 +149,12 @@ def main() -> None:
 
         def question(it: ts.Item) -> np.ndarray:
             return it.pool.qvec
+    elif args.tune:
+        tuned = tuned_questions(kb, train, held + dev, args.tune, args.vectors)
+        label = f"tuned:{args.tune}"
+
+        def question(it: ts.Item) -> np.ndarray:
+            return tuned[it.q["id"]]
     else:
         os.environ.setdefault("HF_HUB_OFFLINE", "1")
         from sentence_transformers import SentenceTransformer
@@ -114,6 +169,8 @@ def main() -> None:
             return vectors[it.q["question"]]
 
     def cand(it: ts.Item) -> np.ndarray:  # one row per candidate, none for a question without any
+        if args.tune:
+            return it.vectors  # the question alone is read anew: the candidates keep the index's vectors
         rows = [vectors[text[(c.doc_id, c.text)]] for c in it.pool.candidates]
         return np.array(rows, np.float32).reshape(len(rows), len(question(it)))
 
