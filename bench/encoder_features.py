@@ -82,7 +82,7 @@ def asked(items: list[ts.Item]) -> dict[str, str]:
 
 
 def tuned_questions(kb: KnowledgeBase, train: list[ts.Item], rest: list[ts.Item], mode: str,
-                    store: Path | None) -> dict[str, np.ndarray]:
+                    store: Path | None, seed: int = 0) -> dict[str, np.ndarray]:
     """Each question's vector from the encoder with its question side fine-tuned (``question_tuning.py``): for a
     training question, by a copy tuned on the other adapter folds (grouped by gold document); for the rest, by
     one tuned on all of them. Kept in ``store``, by question id."""
@@ -96,7 +96,7 @@ def tuned_questions(kb: KnowledgeBase, train: list[ts.Item], rest: list[ts.Item]
     def fitted(items: list[ts.Item]):  # noqa: ANN202 - a BertModel
         keep = [it for it in items if ts._fits(it)]
         return qt.tune(bert, tokenizer, [text[it.q["id"]] for it in keep], [it.vectors for it in keep],
-                       [it.labels for it in keep], mode=mode)
+                       [it.labels for it in keep], mode=mode, seed=seed)
 
     out: dict[str, np.ndarray] = {}
     t0 = time.perf_counter()
@@ -124,6 +124,7 @@ def main() -> None:
     look.add_argument("--context", action="store_true", help="the home's encoder on title, section and sentence")
     look.add_argument("--tune", choices=("full", "bitfit"),
                       help="the home's encoder with its question side fine-tuned on the training pools")
+    ap.add_argument("--seed", type=int, default=0, help="--tune: the fine-tuning's seed (its batches' order)")
     ap.add_argument("--vectors", type=Path, help="keep the encoded texts here, and reuse them")
     ap.add_argument("--validate", type=Path, default=ROOT.parent / "shared/eval/dev.jsonl")
     ap.add_argument("--results", type=Path, default=ROOT / "bench/results/encoder_features.json")
@@ -150,8 +151,8 @@ def main() -> None:
         def question(it: ts.Item) -> np.ndarray:
             return it.pool.qvec
     elif args.tune:
-        tuned = tuned_questions(kb, train, held + dev, args.tune, args.vectors)
-        label = f"tuned:{args.tune}"
+        tuned = tuned_questions(kb, train, held + dev, args.tune, args.vectors, args.seed)
+        label = f"tuned:{args.tune}" + (f":seed{args.seed}" if args.seed else "")
 
         def question(it: ts.Item) -> np.ndarray:
             return tuned[it.q["id"]]
