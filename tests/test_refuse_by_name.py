@@ -138,8 +138,8 @@ FIELD = frozenset({"parallelism", "strategies", "shards", "shard", "checkpointin
     ("What did Megatron-LM v5 add, and how does DeepSpeed-Ulysses 2 change the all-to-all?",
      ["Megatron-LM v5", "DeepSpeed-Ulysses 2"]),
     ("Can Ray 2 nodes train it, and does Horovod 3 workers scale?", ["Ray", "Horovod"]),
-    # a lower-case project's release is a name, whether the index knows the project ("horovod") or not; a
-    # dictionary word before a number is a part of a document or a count, and a lone digit no release
+    # a lower-case project's release is a name, as a capitalised one's is; a dictionary word before a number is a
+    # part of a document or a count, and a lone digit no release
     ("What came with exo 2.0 and horovod v0.28?", ["exo 2.0", "horovod v0.28"]),
     ("What does lemma 3.2 say about stage 2 of Horovod?", ["Horovod"]),
     # a rare English word written capitalised mid-sentence may still name something ("Spotty Docker")

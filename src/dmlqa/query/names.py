@@ -208,7 +208,7 @@ def _version_of(question: str, words: Sequence[_Word], j: int) -> bool:
     return True
 
 
-def _lower_release(question: str, words: Sequence[_Word], i: int, concept: Callable[[str], bool]) -> bool:
+def _lower_release(question: str, words: Sequence[_Word], i: int) -> bool:
     """Is ``words[i]`` a lower-case project's name written with a release ("exo 2.0", "pytorch v2")? The word is in
     no English dictionary (the index may know it: "pytorch" is a concept); a dictionary word before a number is a
     part or a count ("lemma 3.2", "kernel 5.4"). The release is dotted or a "v": "Ray 2 nodes" holds no release. A
@@ -238,8 +238,8 @@ def candidate_names(question: str, concept: Callable[[str], bool] = lambda word:
         if any(a <= words[i].start < b for a, b, _ in quoted):
             i += 1
             continue
-        if kinds[i] in ("plain", "alone") and _lower_release(question, words, i, concept):
-            out.append(question[words[i].start : words[i + 1].end])  # "elephas 4.0", "exo 2.0"
+        if kinds[i] in ("plain", "alone") and _lower_release(question, words, i):
+            out.append(question[words[i].start : words[i + 1].end])  # "exo 2.0", "pytorch v2"
             i += 2
             continue
         if kinds[i] == "plain":
