@@ -16,7 +16,7 @@ shipped one is (two more):
 * ``--tune full|bitfit``: the home's own encoder with its question side fine-tuned on the training pools
   (``question_tuning.py``; every weight, or only biases and layer norms), the candidates keeping their stored
   vectors. A training question is read by a copy tuned on the other adapter folds, the rest by one tuned on all
-  of them (~10 min for ``full`` on 2 cores).
+  of them (the five fits take ~6 min on 2 cores for ``full``, ~4 for ``bitfit``; the whole run ~18 and ~12).
 
 The logistic regression is cross-validated on ``bench/train/`` (five folds grouped by gold document; the shipped
 adapter's columns cross-fitted once over all the training questions), then fitted on all of them and scored on
