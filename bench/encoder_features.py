@@ -45,7 +45,6 @@ import train_selector as ts  # noqa: E402 - the selector's own pools, folds and 
 
 from dmlqa.api import KnowledgeBase  # noqa: E402
 from dmlqa.index.embed import model_dir  # noqa: E402
-from dmlqa.query.answer import is_follow_up  # noqa: E402
 from dmlqa.query.selector import load_selector  # noqa: E402
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -73,11 +72,11 @@ def encode_all(texts: list[str], encode, store: Path | None) -> dict[str, np.nda
 
 def asked(items: list[ts.Item]) -> dict[str, str]:
     """What the answerer embeds for each question: a follow-up with the question it follows (``collect``)."""
-    by_id = {it.q["id"]: it.q["question"] for it in items}
+    by_id = {it.q["id"]: it.q for it in items}
     out = {}
     for it in items:
-        text, before = it.q["question"], by_id.get(it.q.get("previous") or "")
-        out[it.q["id"]] = f"{before} {text}" if before and is_follow_up(text) else text
+        context = ts.follow_up_context(it.q, by_id)
+        out[it.q["id"]] = f"{context} {it.q['question']}" if context else it.q["question"]
     return out
 
 
@@ -85,9 +84,13 @@ def tuned_questions(kb: KnowledgeBase, train: list[ts.Item], rest: list[ts.Item]
                     store: Path | None, seed: int = 0) -> dict[str, np.ndarray]:
     """Each question's vector from the encoder with its question side fine-tuned (``question_tuning.py``): for a
     training question, by a copy tuned on the other adapter folds (grouped by gold document); for the rest, by
-    one tuned on all of them. Kept in ``store``, by question id."""
+    one tuned on all of them. Kept in ``store``, by question id, with the mode and seed they were tuned with (a
+    store from another tuning is tuned over)."""
+    tuning = {"mode": mode, "seed": seed}
     if store and store.exists():
-        return pickle.loads(store.read_bytes())
+        saved = pickle.loads(store.read_bytes())
+        if saved.get("tuning") == tuning:
+            return saved["vectors"]
     import question_tuning as qt
 
     bert, tokenizer = qt.load_bert(str(model_dir(kb.settings.embed.model)))
@@ -107,7 +110,7 @@ def tuned_questions(kb: KnowledgeBase, train: list[ts.Item], rest: list[ts.Item]
                        qt.vectors_of(model, tokenizer, [text[it.q["id"]] for it in scored]), strict=True))
         print(f"tuned on {len(fit_on)} questions ({time.perf_counter() - t0:.0f} s)", file=sys.stderr)
     if store:
-        store.write_bytes(pickle.dumps(out))
+        store.write_bytes(pickle.dumps({"tuning": tuning, "vectors": out}))
     return out
 
 

@@ -164,6 +164,12 @@ def collect(kb: KnowledgeBase, questions: list[dict], cache: Path | None = None)
             for q, p, a in zip(questions, pools, absent, strict=True)]
 
 
+def follow_up_context(q: dict, by_id: dict[str, dict]) -> str | None:
+    """The question a follow-up leans on (its ``previous``), as the answerer reads it with it; None for the rest."""
+    before = by_id.get(q.get("previous") or "", {}).get("question")
+    return before if before and is_follow_up(q["question"]) else None
+
+
 def _pools(searcher, version, questions: list[dict], cache: Path | None) -> tuple[list[Pool], list[list[str]]]:  # noqa: ANN001
     """The questions' pools and the names the name check finds absent, from ``cache`` when it matches."""
     ids = [q["id"] for q in questions]
@@ -184,8 +190,7 @@ def _pools(searcher, version, questions: list[dict], cache: Path | None) -> tupl
     t0 = time.perf_counter()
     for n, q in enumerate(questions, 1):
         text = q["question"]
-        before = by_id.get(q.get("previous") or "", {}).get("question")
-        context = before if before and is_follow_up(text) else None
+        context = follow_up_context(q, by_id)
         hits = retrieve(searcher, version, f"{context} {text}" if context else text, options)
         absent.append([u.name for u in unknown_names(version, text, hits)])  # refused before the selector
         pools.append(gather(searcher, version, text, hits, options, previous=context))
