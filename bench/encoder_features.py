@@ -18,6 +18,8 @@ shipped one is (two more):
   vectors. A training question is read by a copy tuned on the other adapter folds, the rest by one tuned on all
   of them (the five fits take ~6 min on 2 cores for ``full``, ~4 for ``bitfit``; the whole run ~18 and ~12).
 
+The baseline is the shipped features with the tuned question encoder's columns measured with the question as
+it is (the selector before the tuning shipped): ``--tune bitfit`` is what ``train_selector.py`` now ships.
 The logistic regression is cross-validated on ``bench/train/`` (five folds grouped by gold document; the shipped
 adapter's columns cross-fitted once over all the training questions), then fitted on all of them and scored on
 ``bench/heldout/`` and ``--validate`` (dev.jsonl), without and with the new columns, at the shipped selector's
@@ -70,16 +72,6 @@ def encode_all(texts: list[str], encode, store: Path | None) -> dict[str, np.nda
     return have
 
 
-def asked(items: list[ts.Item]) -> dict[str, str]:
-    """What the answerer embeds for each question: a follow-up with the question it follows (``collect``)."""
-    by_id = {it.q["id"]: it.q for it in items}
-    out = {}
-    for it in items:
-        context = ts.follow_up_context(it.q, by_id)
-        out[it.q["id"]] = f"{context} {it.q['question']}" if context else it.q["question"]
-    return out
-
-
 def tuned_questions(kb: KnowledgeBase, train: list[ts.Item], rest: list[ts.Item], mode: str,
                     store: Path | None, seed: int = 0) -> dict[str, np.ndarray]:
     """Each question's vector from the encoder with its question side fine-tuned (``question_tuning.py``): for a
@@ -94,7 +86,7 @@ def tuned_questions(kb: KnowledgeBase, train: list[ts.Item], rest: list[ts.Item]
     import question_tuning as qt
 
     bert, tokenizer = qt.load_bert(str(model_dir(kb.settings.embed.model)))
-    text = asked(train + rest)
+    text = ts.asked_texts(train + rest)
 
     def fitted(items: list[ts.Item]):  # noqa: ANN202 - a BertModel
         keep = [it for it in items if ts._fits(it)]
@@ -204,7 +196,7 @@ def main() -> None:
 
     def trial(columns_: int) -> dict:
         def x_of(it: ts.Item, i: int | None, adapted: np.ndarray) -> np.ndarray:
-            base = ts.with_adapted(it.pool.features, adapted)
+            base = ts.with_asked(it.pool.features, it.pool.cosines, adapted)  # no tuned question: its columns plain
             return base if columns_ == 0 else np.hstack([base, extra(it, i, columns_ == 4)])
         xs = [x_of(it, i, whole[i]) for i, it in enumerate(train)]
         oof = [np.zeros(0)] * len(train)

@@ -76,3 +76,15 @@ def vectors_of(bert, tokenizer, texts: Sequence[str]) -> np.ndarray:  # noqa: AN
     with torch.no_grad():
         return np.concatenate([encode(bert, tokenizer, texts[s : s + 64]).numpy()
                                for s in range(0, len(texts), 64)]).astype(np.float32)
+
+
+def deltas(tuned, bert) -> dict[str, np.ndarray]:  # noqa: ANN001 - two BertModels
+    """What tuning changed, per parameter (tuned minus ``bert``'s), for the parameters it moved: the numbers a
+    selector ships (:class:`dmlqa.query.tuning.QuestionTuning`) and the product adds to the installed model's."""
+    base = dict(bert.named_parameters())
+    out = {}
+    for name, p in tuned.named_parameters():
+        d = (p.detach() - base[name].detach()).numpy().astype(np.float32)
+        if np.any(d):
+            out[name] = d.reshape(-1)
+    return out

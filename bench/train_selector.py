@@ -50,8 +50,10 @@ import json
 import math
 import pickle
 import re
+import shutil
 import statistics
 import sys
+import tempfile
 import time
 import unicodedata
 from collections.abc import Callable
@@ -64,17 +66,20 @@ from sklearn.model_selection import GroupKFold
 from sklearn.preprocessing import StandardScaler
 
 from dmlqa.api import KnowledgeBase
+from dmlqa.index.embed import model_dir
 from dmlqa.query.answer import AskOptions, candidate_cosines, is_follow_up, retrieve
 from dmlqa.query.evaluate import answer_words, normalize_url
 from dmlqa.query.extractive import Candidate, Pool, gather
-from dmlqa.query.features import ADAPTED, FEATURES, adapted_columns
+from dmlqa.query.features import ASKED, FEATURES, asked_columns
 from dmlqa.query.names import unknown_names
 from dmlqa.query.quotes import choose, compose
 from dmlqa.query.selector import Selector
 from dmlqa.query.topic import nearness
+from dmlqa.query.tuning import QuestionTuning, question_encoder
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from question_adapter import PENALTY, RANK, STEPS, adapted_cosines, fit_adapter  # noqa: E402 - beside this script
+from question_tuning import EPOCHS, LEARNING_RATE  # noqa: E402
 
 ROOT = Path(__file__).resolve().parent.parent
 ADD_GRID = (0.0, 0.02, 0.05, 0.1)
@@ -93,8 +98,12 @@ MAX_MEDIAN_WORDS = 88
 #: Inverse regularisation of the logistic regression (chosen by cross-validation: 0.1 and 1 score alike).
 C = 0.1
 FOLDS = 5
-#: Folds of the question adapter's cross-fit within a training set (the LR's adapted features).
+#: Folds of the question adapter's cross-fit within a training set (the LR's adapted features), and of the tuned
+#: question encoder's over the training set (its tuned features).
 ADAPTER_FOLDS = 4
+#: What the question encoder tunes (bench/question_tuning.py): biases and layer norms only. Tuning every weight
+#: scored no better on the held-out set (bench/README, fourteenth round) and would ship 22.7 M numbers, not 31 k.
+TUNING = "bitfit"
 #: What refusing an answerable question costs against answering an unanswerable one, for both refusal cuts: the
 #: issue allows false refusals of 0.03 and unanswerable questions answered of 0.03-0.05, and an unseen answerable
 #: question about a thin corner of the corpus must not be refused for a cut fitted tightly to these.
@@ -275,9 +284,62 @@ def cross_fitted(items: list[Item], idx: list[int], question: Vectors = _questio
     return out
 
 
-def with_adapted(features: np.ndarray, adapted: np.ndarray) -> np.ndarray:
-    """A feature matrix with its adapted columns measured with ``adapted`` cosines."""
-    return np.hstack([features[:, : -len(ADAPTED)], adapted_columns(adapted)]) if len(features) else features
+def with_asked(features: np.ndarray, tuned: np.ndarray, adapted: np.ndarray) -> np.ndarray:
+    """A feature matrix with its tuned and adapted columns measured with ``tuned`` and ``adapted`` cosines."""
+    return np.hstack([features[:, : -len(ASKED)], asked_columns(tuned, adapted)]) if len(features) else features
+
+
+def asked_texts(items: list[Item]) -> dict[str, str]:
+    """What the answerer embeds for each question, by id: a follow-up after the question it follows (``collect``)."""
+    by_id = {it.q["id"]: it.q for it in items}
+    out = {}
+    for it in items:
+        context = follow_up_context(it.q, by_id)
+        out[it.q["id"]] = f"{context} {it.q['question']}" if context else it.q["question"]
+    return out
+
+
+def tune(kb: KnowledgeBase, items: list[Item], text: dict[str, str], bert, tokenizer) -> QuestionTuning:  # noqa: ANN001
+    """The question encoder's tuning (bench/question_tuning.py, BitFit) fitted on the answerable ones of ``items``."""
+    import question_tuning as qt
+
+    keep = [it for it in items if _fits(it)]
+    tuned = qt.tune(bert, tokenizer, [text[it.q["id"]] for it in keep], [it.vectors for it in keep],
+                    [it.labels for it in keep], mode=TUNING)
+    return QuestionTuning(kb.asker.searcher.pin().meta["model"], qt.deltas(tuned, bert))
+
+
+def tuned_questions(kb: KnowledgeBase, items: list[Item], text: dict[str, str], workdir: Path,
+                    cache: Path | None) -> tuple[dict[int, np.ndarray], QuestionTuning]:
+    """Each item's question vector by the tuned question encoder fitted on the other ADAPTER_FOLDS folds (grouped
+    by gold document), run as the answerer runs it (:func:`dmlqa.query.tuning.question_encoder`, the index's
+    encoder kind); and the tuning fitted on all of them, which ships. Kept in ``cache`` for the same questions.
+
+    Not nested inside the LR's folds as the adapter is: that would be 25 fits (~25 min on 2 cores) where this is
+    five. A training question's vector still comes from a tuning that never saw its document; the held-out set
+    and dev, which no fit saw, are scored through the shipped tuning."""
+    ids = [it.q["id"] for it in items]
+    if cache is not None and cache.exists():
+        saved = pickle.loads(cache.read_bytes())
+        if saved["ids"] == ids and saved["mode"] == TUNING and saved["version"] == kb.asker.searcher.pin().name:
+            return saved["vectors"], QuestionTuning.from_json(saved["tuning"])
+    import question_tuning as qt
+
+    version = kb.asker.searcher.pin()
+    bert, tokenizer = qt.load_bert(str(model_dir(version.meta["model"])))
+    out: dict[int, np.ndarray] = {}
+    t0 = time.perf_counter()
+    split = GroupKFold(n_splits=ADAPTER_FOLDS).split(np.zeros(len(items)), groups=[it.group for it in items])
+    for fit_on, scored in split:
+        tuning = tune(kb, [items[i] for i in fit_on], text, bert, tokenizer)
+        encoder = question_encoder(tuning, version.meta["encoder"], workdir)
+        out.update(zip(scored.tolist(), encoder.encode([text[ids[i]] for i in scored]), strict=True))
+        print(f"question encoder tuned on {len(fit_on)} questions ({time.perf_counter() - t0:.0f} s)", file=sys.stderr)
+    tuning = tune(kb, items, text, bert, tokenizer)
+    if cache is not None:
+        cache.write_bytes(pickle.dumps({"ids": ids, "mode": TUNING, "version": version.name, "vectors": out,
+                                        "tuning": tuning.to_json()}))
+    return out, tuning
 
 
 def answer_text(it: Item, scores: np.ndarray, add_above: float, max_words: int,
@@ -416,6 +478,15 @@ def main() -> None:
     kb = KnowledgeBase(args.home)
     items = collect(kb, questions, args.cache)
 
+    version = kb.asker.searcher.pin()
+    model, encoder_kind = version.meta["model"], version.meta["encoder"]
+    # the fold encoders' model folders and ONNX exports (~200 MB each): not the user's encoder cache
+    workdir = Path(tempfile.mkdtemp(prefix="dmlqa-tuned-"))
+    tuned_q, tuning = tuned_questions(kb, items, asked_texts(items), workdir,
+                                      args.cache.with_suffix(".tuned" + args.cache.suffix) if args.cache else None)
+    tuned = [it.vectors @ tuned_q[i] if len(it.pool.candidates) else np.zeros(0, np.float32)
+             for i, it in enumerate(items)]
+
     groups = [it.group for it in items]
     oof: list[np.ndarray] = [np.zeros(0)] * len(items)
     folds = list(GroupKFold(n_splits=FOLDS).split(np.zeros(len(items)), groups=groups))
@@ -423,10 +494,11 @@ def main() -> None:
     t0 = time.perf_counter()
     for train, test in folds:  # nested: the LR's adapted features are cross-fitted within the training folds
         inner = cross_fitted(items, list(train))
-        sel = fit([items[i] for i in train], [with_adapted(base[i], inner[i]) for i in train])
+        sel = fit([items[i] for i in train], [with_asked(base[i], tuned[i], inner[i]) for i in train])
         u, v = fit_items([items[i] for i in train])
         for i in test:
-            oof[i] = sel.scores(with_adapted(base[i], adapted_cosines(u, v, items[i].pool.qvec, items[i].vectors)))
+            oof[i] = sel.scores(with_asked(base[i], tuned[i],
+                                           adapted_cosines(u, v, items[i].pool.qvec, items[i].vectors)))
     print(f"cross-validated with question adapters ({time.perf_counter() - t0:.0f} s)", file=sys.stderr)
     topic_cut = off_topic_cut(items)
     refuse_below = refuse_cut(items, oof, topic_cut)
@@ -444,19 +516,24 @@ def main() -> None:
     in_pool = [bool(np.any(it.evidence)) for it in answerable]
 
     whole = cross_fitted(items, list(range(len(items))))
-    final = fit(items, [with_adapted(base[i], whole[i]) for i in range(len(items))])
+    final = fit(items, [with_asked(base[i], tuned[i], whole[i]) for i in range(len(items))])
     u, v = fit_items(items)
-    model = kb.asker.searcher.pin().meta["model"]
     final = Selector(final.features, final.mean, final.scale, final.coef, final.intercept, refuse_below, add_above,
-                     max_words, read_on, topic_cut, u, v, model, diversity)
+                     max_words, read_on, topic_cut, u, v, model, diversity, tuning)
     Path(args.out).write_text(compact_lists(json.dumps(final.to_json(), indent=1)) + "\n", encoding="utf-8")
+    # the held-apart sets' questions as the answerer reads them: by the tuning that ships, run as it runs
+    shipped_encoder = question_encoder(tuning, encoder_kind, workdir)
+
+    def scores_of(its: list[Item]) -> list[np.ndarray]:
+        text = asked_texts(its)
+        return [final.score_pool(it.pool, model, shipped_encoder.encode([text[it.q["id"]]])[0]) for it in its]
     validation = None
     if args.validate:  # scored only: nothing above saw these questions
         held = _questions(args.validate)
         cache = args.cache.with_suffix(".validate" + args.cache.suffix) if args.cache else None
         vitems = collect(kb, held, cache)
-        validation = evaluate(vitems, [final.score_pool(it.pool, model) for it in vitems], add_above, refuse_below,
-                              max_words, read_on, topic_cut, diversity)
+        validation = evaluate(vitems, scores_of(vitems), add_above, refuse_below, max_words, read_on, topic_cut,
+                              diversity)
         validation.pop("top1_positive")  # its labels need evidence sentences, which a validation set lacks
         validation.pop("gold_cited")  # dmlqa eval's citation_hit_rate is the measure there (gold URLs only)
     def held_apart(pattern: str, suffix: str) -> dict | None:  # scored only, as the validation set
@@ -466,7 +543,7 @@ def main() -> None:
         hq = [q for f in held_files for q in _questions(Path(f))]
         cache = args.cache.with_suffix(f".{suffix}" + args.cache.suffix) if args.cache else None
         hitems = collect(kb, hq, cache)
-        hscores = [final.score_pool(it.pool, model) for it in hitems]
+        hscores = scores_of(hitems)
 
         def scored(keep: Callable[[dict], bool]) -> dict:
             chosen = [i for i, it in enumerate(hitems) if keep(it.q)]
@@ -497,7 +574,11 @@ def main() -> None:
             "question": round(statistics.mean(bool(it.labels[int(np.argmax(it.pool.cosines))]) for it in answering), 4),
             "adapted_question": round(statistics.mean(bool(it.labels[int(np.argmax(whole[i]))])
                                                       for i, it in enumerate(items) if it in answering), 4),
-            "adapter": {"rank": RANK, "penalty": PENALTY, "steps": STEPS}},
+            "tuned_question": round(statistics.mean(bool(it.labels[int(np.argmax(tuned[i]))])
+                                                    for i, it in enumerate(items) if it in answering), 4),
+            "adapter": {"rank": RANK, "penalty": PENALTY, "steps": STEPS},
+            "tuning": {"mode": TUNING, "parameters": tuning.size, "epochs": EPOCHS,
+                       "learning_rate": LEARNING_RATE[TUNING]}},
         "add_above": add_above,
         "max_words": max_words,
         "read_on": read_on,
@@ -528,6 +609,7 @@ def main() -> None:
              "cross_validation",
              "validation", "heldout", "unseen")
     print(json.dumps({k: results[k] for k in shown}, indent=1))
+    shutil.rmtree(workdir, ignore_errors=True)
 
 
 if __name__ == "__main__":

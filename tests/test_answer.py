@@ -58,6 +58,26 @@ def test_a_sentence_with_the_questions_rare_term_is_a_candidate_though_neither_r
     assert extractive.gather(searcher, version, question, [], AskOptions(use_llm=False)).candidates == []
 
 
+def test_an_answer_reads_the_question_a_second_time_with_the_tuned_encoder(asker: Asker) -> None:
+    """The selector's tuned question encoder reads the question (follow-up context included) and its cosines
+    with the stored sentence vectors are the tuned features: not the plain cosines, but near them."""
+    import numpy as np
+
+    from dmlqa.query.answer import retrieve, scored_pool
+    from dmlqa.query.features import FEATURES
+
+    searcher, options = asker.searcher, AskOptions(use_llm=False)
+    version = searcher.pin()
+    question = "How does ZeRO reduce memory across data-parallel processes?"
+    pool, scores = scored_pool(searcher, version, question, retrieve(searcher, version, question, options), options)
+    assert pool.asked == question and len(scores) == len(pool.candidates) > 3
+    assert pool.tuned is not None and not np.allclose(pool.tuned, pool.cosines, atol=1e-3)
+    assert np.corrcoef(pool.tuned, pool.cosines)[0, 1] > 0.5
+    assert pool.features[:, FEATURES.index("tuned_cosine")] == pytest.approx(pool.tuned)
+    follow = scored_pool(searcher, version, "And how much memory does it save?", [], options, previous=question)[0]
+    assert follow.asked == f"{question} And how much memory does it save?"
+
+
 def test_extractive_answer_cites_the_right_source(asker: Asker) -> None:
     a = asker.ask("How does ZeRO reduce memory across data-parallel processes?")
     assert not a.refused and a.backend == "extractive"

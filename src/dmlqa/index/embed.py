@@ -40,7 +40,7 @@ from dmlqa.settings import BUNDLED_MODEL
 __all__ = [
     "ENCODERS", "FLUSH_EVERY", "FLUSH_SECONDS", "GPU_TEXTS_PER_CALL", "CachedEncoder", "EmbedResult",
     "EmbeddingCache", "Encoder", "EncoderError", "OnnxEncoder", "TorchEncoder", "VectorSource", "embed_groups",
-    "embed_texts", "load_encoder", "local_vectors", "model_dir", "model_label", "text_sha256",
+    "embed_texts", "load_encoder", "local_vectors", "model_dir", "model_label", "onnx_model", "text_sha256",
 ]
 
 log = logging.getLogger(__name__)
@@ -274,6 +274,11 @@ class OnnxEncoder:
             for i, text in enumerate(texts):
                 out[i] = self._run([text])[0]
         return out
+
+
+def onnx_model(path: Path, cache_dir: Path, *, quantize: bool = True) -> Path:
+    """A model folder's ONNX file, exported once as :class:`OnnxEncoder` does: ready before an encoder is needed."""
+    return _ensure_onnx(path, cache_dir / f"{model_label(str(path))}-{_model_fingerprint(path)}", quantize)
 
 
 def _ensure_onnx(model_path: Path, target: Path, quantize: bool) -> Path:

@@ -107,7 +107,10 @@ def scored_pool(searcher: Searcher, version: IndexVersion, question: str, hits: 
     from dmlqa.query.selector import default_selector
 
     pool = gather(searcher, version, question, hits, options, previous=previous)
-    return pool, default_selector().score_pool(pool, version.meta["model"])
+    selector, model = default_selector(), version.meta["model"]
+    tuning = selector.tuned_for(model)
+    tuned = searcher.embed_tuned(pool.asked, version, tuning) if tuning and pool.asked and pool.candidates else None
+    return pool, selector.score_pool(pool, model, tuned)
 
 
 def candidate_cosines(searcher: Searcher, version: IndexVersion, question: str) -> np.ndarray:

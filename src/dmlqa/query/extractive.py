@@ -85,16 +85,21 @@ class Pool:
     #: the candidates' cosines with another vector (the question turned by the selector's adapter)
     cosines_for: Callable[[np.ndarray], np.ndarray] | None = None
     adapted: np.ndarray | None = None  # the cosines with the adapted question (:meth:`adapt`)
+    tuned: np.ndarray | None = None  # the cosines with the question as the tuned encoder reads it (:meth:`adapt`)
+    asked: str = ""  # what the question's vector is of: the question, after the one it follows up
     #: the sentence vectors of some candidates, by index: what :func:`dmlqa.query.quotes.choose` tells alike
     #: sentences apart by (read for the few it weighs, not for the whole pool)
     vectors_for: Callable[[Sequence[int]], np.ndarray] | None = None
     _features: np.ndarray | None = None
 
-    def adapt(self, turned: np.ndarray | None) -> None:
+    def adapt(self, turned: np.ndarray | None, tuned: np.ndarray | None = None) -> None:
         """Measure the candidates' cosines with ``turned``, the question's vector as the selector's adapter
-        turns it (:meth:`dmlqa.query.selector.Selector.adapt`); None, or no way to measure: the cosines."""
-        self.adapted = (self.cosines if turned is None or self.cosines_for is None or not len(self.candidates)
-                        else np.asarray(self.cosines_for(turned), np.float32))
+        turns it (:meth:`dmlqa.query.selector.Selector.adapt`), and with ``tuned``, the question as the tuned
+        question encoder reads it (:mod:`dmlqa.query.tuning`); None, or no way to measure: the cosines."""
+        def measured(v: np.ndarray | None) -> np.ndarray:
+            return (self.cosines if v is None or self.cosines_for is None or not len(self.candidates)
+                    else np.asarray(self.cosines_for(v), np.float32))
+        self.adapted, self.tuned = measured(turned), measured(tuned)
         self._features = None
 
     @property
@@ -102,7 +107,7 @@ class Pool:
         """One row of :data:`dmlqa.query.features.FEATURES` per candidate (computed once)."""
         if self._features is None:
             self._features = feature_matrix(self.facts, [c.text for c in self.candidates], self.places, self.cosines,
-                                            self.tokens, self.adapted)
+                                            self.tokens, self.adapted, self.tuned)
         return self._features
 
 
@@ -199,7 +204,7 @@ def gather(searcher, version, question: str, hits: Sequence[Hit], options, *,  #
     facts = question_facts(question, terms, lambda ts: version.lexical.lexicon.idf(
         np.array([t.encode("utf-8") for t in ts], dtype=bytes)))
     if not version.has_sentences:
-        return _unstored_pool(searcher, version, hits, qvec, facts)
+        return replace(_unstored_pool(searcher, version, hits, qvec, facts), asked=whole)
 
     docs = [h.doc_id for h in hits if not h.is_card]
     ranked, lexical_rows = _rrf_documents(searcher, version, whole, qvec, options)
@@ -211,7 +216,7 @@ def gather(searcher, version, question: str, hits: Sequence[Hit], options, *,  #
     doc_rank = {d: i for i, d in enumerate(docs)}
     spans = {d: version.sentence_rows(d) for d in docs}
     if not any(spans.values()):
-        return Pool([], [], np.zeros(0, np.float32), facts, list(hits), lambda c, step: None, qvec=qvec)
+        return Pool([], [], np.zeros(0, np.float32), facts, list(hits), lambda c, step: None, qvec=qvec, asked=whole)
     rows = np.concatenate([np.arange(spans[d].start, spans[d].stop, dtype=np.int64) for d in docs])
     firsts = sorted((spans[d].start, d) for d in docs if spans[d])
     at = dict(zip(docs, np.cumsum([0] + [len(spans[d]) for d in docs]).tolist(), strict=False))
@@ -302,7 +307,7 @@ def gather(searcher, version, question: str, hits: Sequence[Hit], options, *,  #
 
     return Pool(cands, where, cos[[position(r) for r in picked]], facts, sources, neighbour,
                 [tokens[r] for r in picked], qvec, lambda v: version.sentence_cosines(picked, v),
-                vectors_for=lambda idx: version.sentence_vectors([picked[i] for i in idx]))
+                vectors_for=lambda idx: version.sentence_vectors([picked[i] for i in idx]), asked=whole)
 
 
 def passage_candidates(hits: Sequence[Hit]) -> list[Candidate]:

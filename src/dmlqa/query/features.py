@@ -57,6 +57,8 @@ FEATURES = (
     "is_code",  # a code line a sentence announces, quoted with it
     "code_asked",  # the question asks how to do something or for a command, flag or setting, and it holds code
     "points_away",  # says where something is, not what it is ("An example can be found here.", "Below, we ...")
+    "tuned_cosine",  # cosine with the question read by the selector's tuned question encoder (the cosine without)
+    "tuned_gap",  # tuned cosine minus the best tuned cosine among the candidates
     "adapted_cosine",  # cosine with the question turned by the selector's adapter (the cosine without one)
     "adapted_gap",  # adapted cosine minus the best adapted cosine among the candidates
     "adapted_rank",  # 1 / (1 + its rank by adapted cosine among the candidates)
@@ -472,11 +474,13 @@ _NUMBER = re.compile(r"\d+(?:[.,]\d+)*")
 
 
 def feature_matrix(q: QuestionFacts, texts: Sequence[str], places: Sequence[Place], cosines: np.ndarray,
-                   tokens: Sequence[Sequence[str]] | None = None, adapted: np.ndarray | None = None) -> np.ndarray:
+                   tokens: Sequence[Sequence[str]] | None = None, adapted: np.ndarray | None = None,
+                   tuned: np.ndarray | None = None) -> np.ndarray:
     """One row of :data:`FEATURES` per candidate sentence (features relative to the other candidates
     included: a linear model cannot compare a sentence with its rivals on its own); ``tokens``: their
     :func:`~dmlqa.index.lexical.tokenize` tokens when the caller has them already; ``adapted``: their
-    cosines with the adapted question (:meth:`dmlqa.query.selector.Selector.adapt`; default ``cosines``)."""
+    cosines with the adapted question (:meth:`dmlqa.query.selector.Selector.adapt`; default ``cosines``);
+    ``tuned``: with the question read by the tuned question encoder (:mod:`dmlqa.query.tuning`; default ``cosines``)."""
     n = len(texts)
     out = np.zeros((n, len(FEATURES)), np.float32)
     if not n:
@@ -534,20 +538,24 @@ def feature_matrix(q: QuestionFacts, texts: Sequence[str], places: Sequence[Plac
             float(place.role in QUOTED_CODE),
             float("code" in q.kinds and (place.role in QUOTED_CODE or _HAS_CODE.search(text) is not None)),
             float(points_away(text)),
-            0.0, 0.0, 0.0,
+            *[0.0] * len(ASKED),
         )
-    out[:, -len(ADAPTED):] = adapted_columns(cosines if adapted is None else adapted)
+    out[:, -len(ASKED):] = asked_columns(cosines if tuned is None else tuned, cosines if adapted is None else adapted)
     return out
 
 
-#: The features measured with the adapted question, last in :data:`FEATURES`.
+#: The features measured with the question as the tuned encoder reads it, then as the adapter turns it: last in
+#: :data:`FEATURES`, in this order.
+TUNED = ("tuned_cosine", "tuned_gap")
 ADAPTED = ("adapted_cosine", "adapted_gap", "adapted_rank")
+ASKED = TUNED + ADAPTED
 
 
-def adapted_columns(adapted: np.ndarray) -> np.ndarray:
-    """The :data:`ADAPTED` columns of a feature matrix from the candidates' adapted cosines: apart, so that
-    a refit that tries adapters (bench/train_selector.py) recomputes only these."""
-    adapted = np.asarray(adapted, np.float32)
+def asked_columns(tuned: np.ndarray, adapted: np.ndarray) -> np.ndarray:
+    """The :data:`ASKED` columns of a feature matrix from the candidates' tuned and adapted cosines: apart, so
+    that a refit that fits the tuning and the adapter (bench/train_selector.py) recomputes only these."""
+    tuned, adapted = np.asarray(tuned, np.float32), np.asarray(adapted, np.float32)
     if not len(adapted):
-        return np.zeros((0, len(ADAPTED)), np.float32)
-    return np.stack([adapted, adapted - adapted.max(), 1.0 / (1 + _ranks(adapted))], axis=1).astype(np.float32)
+        return np.zeros((0, len(ASKED)), np.float32)
+    return np.stack([tuned, tuned - tuned.max(), adapted, adapted - adapted.max(), 1.0 / (1 + _ranks(adapted))],
+                    axis=1).astype(np.float32)

@@ -19,6 +19,7 @@ from dmlqa.extract.sentences import MAX_CHARS, MIN_CHARS
 from dmlqa.index.versions import IndexVersion
 from dmlqa.query.answer import candidate_cosines, sentences_of
 from dmlqa.query.search import Searcher
+from dmlqa.query.selector import default_selector
 from dmlqa.query.topic import background
 
 log = logging.getLogger(__name__)
@@ -70,6 +71,9 @@ def prewarm(searcher: Searcher, version: IndexVersion, *, step: int = STEP,
     # the off-topic check's background (16 everyday questions embedded and searched): a version's first
     # question would otherwise wait for it
     background(version, functools.partial(candidate_cosines, searcher, version))
+    tuning = default_selector().tuned_for(version.meta["model"])
+    if tuning is not None:  # the tuned question encoder, loaded (and written, if no build has) before a question
+        searcher.embed_tuned("warm-up", version, tuning)
     if version.has_sentences:
         return Prewarm(version.name, 0, "sentence vectors in the index")
     enc = searcher.encoder_for(version)

@@ -10,6 +10,7 @@ a publish in the middle of a question never mixes two versions in one answer.
 
 from __future__ import annotations
 
+import logging
 import sqlite3
 import threading
 from collections.abc import Callable, Iterable, Sequence
@@ -18,11 +19,14 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from dmlqa.catalog.urls import site
-from dmlqa.errors import EncoderMismatchError
+from dmlqa.errors import EncoderError, EncoderMismatchError
 from dmlqa.index.embed import CachedEncoder, EmbeddingCache, Encoder, load_encoder
 from dmlqa.index.versions import DocRecord, IndexVersion, current_version, open_current
 from dmlqa.models import Hit
+from dmlqa.query.tuning import QuestionTuning, TuningError, question_encoder
 from dmlqa.settings import Settings
+
+log = logging.getLogger(__name__)
 
 #: Measured (bench/README.md): k=20 vs the customary 60 gives SciFact nDCG@10 0.7207 vs 0.7189 and
 #: dev MRR 0.817 vs 0.802; weighted RRF and min-max convex combinations (alpha 0.4-0.7) were no
@@ -172,6 +176,7 @@ class Searcher:
         self._lock = threading.Lock()
         self._version: IndexVersion | None = None
         self._encoders: dict[str, CachedEncoder] = {}
+        self._tuned: dict[str, CachedEncoder | None] = {}  # tuned question encoders (None: could not be had)
         self._store: EmbeddingCache | None = None
         self._reranker = None  # dmlqa.query.rerank.Reranker, loaded on first use
 
@@ -214,6 +219,23 @@ class Searcher:
 
     def embed_query(self, query: str, version: IndexVersion) -> np.ndarray:
         return self.encoder_for(version).encode([query], persist=False)[0]
+
+    def embed_tuned(self, query: str, version: IndexVersion, tuning: QuestionTuning) -> np.ndarray | None:
+        """``query``'s vector by the selector's tuned question encoder (:mod:`dmlqa.query.tuning`), of the kind
+        that built ``version``; None when it cannot be had (the answer then measures the plain cosines twice).
+
+        Written and exported once under the encoder cache; a failure is logged once and not tried again."""
+        key = f"tuned-{tuning.digest}/{version.meta['encoder']}"
+        with self._lock:
+            if key not in self._tuned:
+                try:
+                    enc = question_encoder(tuning, version.meta["encoder"], self.settings.encoders_dir)
+                except (TuningError, EncoderError, OSError) as exc:
+                    log.warning("the tuned question encoder is unavailable; answers do without it (%s)", exc)
+                    enc = None
+                self._tuned[key] = None if enc is None else CachedEncoder(enc)
+            tuned = self._tuned[key]
+        return None if tuned is None else tuned.encode([query], persist=False)[0]
 
     # -- retrieval ---------------------------------------------------------------------------
     def dense_ranking(

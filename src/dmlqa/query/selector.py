@@ -15,6 +15,9 @@ embedder was trained to find passages that *sound like* a question; fitted on th
 evidence sentences, the map turns the question towards the sentences that *answer* one. On bench/train's
 706 questions (cross-validated, the LR's adapted features cross-fitted), the best sentence answered for
 0.49 of them without it and 0.53 with it. Another embedder gets no adapter: its vectors live in another space.
+
+And it may carry a *tuned question encoder* (:mod:`dmlqa.query.tuning`): the embedder itself, its biases and
+layer norms taught on the same pools, reading the question a second time (the ``tuned_*`` features).
 """
 
 from __future__ import annotations
@@ -30,6 +33,7 @@ import numpy as np
 
 from dmlqa.errors import DmlqaError
 from dmlqa.query.features import FEATURES
+from dmlqa.query.tuning import QuestionTuning
 
 if TYPE_CHECKING:
     from dmlqa.query.extractive import Pool
@@ -64,6 +68,9 @@ class Selector:
     #: how much a further sentence's likeness to those already chosen counts against it
     #: (:func:`dmlqa.query.quotes.choose`); 0: the answer takes the best-scored sentences as they come
     diversity: float = 0.0
+    #: the tuned question encoder's weights, for the embedder it names (none: the ``tuned_*`` features are the
+    #: plain cosines)
+    tuning: QuestionTuning | None = None
 
     @classmethod
     def from_json(cls, data: dict) -> Selector:
@@ -76,7 +83,8 @@ class Selector:
                       np.asarray(data["coef"], np.float64), float(data["intercept"]), float(data["refuse_below"]),
                       float(data["add_above"]), int(data["max_words"]), int(data["read_on"]),
                       float(data["off_topic_margin"]), u, v, str(adapter["model"]) if adapter else "",
-                      float(data["diversity"]))
+                      float(data["diversity"]),
+                      QuestionTuning.from_json(data["tuning"]) if data.get("tuning") else None)
             if u is not None and (u.ndim != 2 or v.ndim != 2 or u.shape[::-1] != v.shape):
                 raise ValueError(f"adapter shapes {u.shape} and {v.shape} do not make a map")
         except (KeyError, TypeError, ValueError) as exc:
@@ -94,7 +102,8 @@ class Selector:
                 "max_words": self.max_words, "read_on": self.read_on,
                 "off_topic_margin": round(self.off_topic_margin, 4), "diversity": round(self.diversity, 4),
                 **({"adapter": {"model": self.adapter_model, "u": [_rounded(r) for r in self.adapter_u],
-                                "v": [_rounded(r) for r in self.adapter_v]}} if self.adapter_u is not None else {})}
+                                "v": [_rounded(r) for r in self.adapter_v]}} if self.adapter_u is not None else {}),
+                **({"tuning": self.tuning.to_json()} if self.tuning is not None else {})}
 
     def adapt(self, qvec: np.ndarray, model: str) -> np.ndarray:
         """The question's vector turned by the adapter (unit length), or as it is when the adapter was
@@ -104,11 +113,17 @@ class Selector:
             return qvec
         return turn(qvec, u, v)
 
-    def score_pool(self, pool: Pool, model: str) -> np.ndarray:
+    def tuned_for(self, model: str) -> QuestionTuning | None:
+        """The tuned question encoder's weights when they were tuned from ``model`` (an index's ``meta["model"]``)."""
+        return self.tuning if self.tuning is not None and self.tuning.model == model else None
+
+    def score_pool(self, pool: Pool, model: str, tuned: np.ndarray | None = None) -> np.ndarray:
         """The probability per candidate of ``pool`` that it states the answer, its adapted cosines measured
-        first (with the question as it is when the adapter does not apply)."""
+        first (with the question as it is when the adapter does not apply), and its cosines with ``tuned``, the
+        question's vector by the tuned question encoder (None: the cosines as they are)."""
         turned = None if pool.qvec is None else self.adapt(pool.qvec, model)
-        pool.adapt(None if turned is pool.qvec else turned)  # no adapter for this embedder: the cosines as they are
+        # no adapter for this embedder: the cosines as they are
+        pool.adapt(None if turned is pool.qvec else turned, tuned if self.tuned_for(model) else None)
         return self.scores(pool.features)
 
     def scores(self, x: np.ndarray) -> np.ndarray:
