@@ -147,14 +147,39 @@ def test_a_searcher_answers_without_a_tuned_encoder_it_cannot_have(tmp_path: Pat
     assert len(warned) == 1 and "no.such.bias" in warned[0].getMessage()  # said once, not tried again
 
 
+def test_a_build_writes_and_exports_the_tuned_question_encoder(tmp_path: Path, monkeypatch) -> None:  # noqa: ANN001
+    """`dmlqa build` leaves the tuned question encoder ready in the encoder cache: the first question does not
+    wait for it to be written and exported."""
+    import dmlqa
+
+    shared = Path(os.environ["DMLQA_ENCODER_CACHE"])
+    load_encoder(BUNDLED_MODEL, "onnx-int8", shared)  # the embedder's own export, shared rather than redone
+    cache = tmp_path / "encoders"
+    cache.mkdir()
+    for d in shared.glob("all-MiniLM-L6-v2-*"):
+        (cache / d.name).symlink_to(d)
+    monkeypatch.setenv("DMLQA_ENCODER_CACHE", str(cache))
+    notes = tmp_path / "notes"
+    notes.mkdir()
+    (notes / "zero.md").write_text("# ZeRO\n\nZeRO stage 1 partitions optimizer states across data parallel "
+                                   "ranks, and stage 3 partitions the parameters as well.\n", encoding="utf-8")
+    kb = dmlqa.KnowledgeBase(tmp_path / "kb", create=True)
+    kb.add([notes])
+    assert not list(cache.glob("tuned-*"))
+    assert kb.build(offline=True).index_version
+    digest = default_selector().tuning.digest
+    assert (cache / f"tuned-{digest}" / "model.safetensors").is_file()
+    assert len(list(cache.glob(f"tuned-{digest}-*/model-int8-pc.onnx"))) == 1
+
+
 def test_a_build_that_cannot_prepare_the_tuned_encoder_says_so_and_goes_on(tmp_path: Path, caplog) -> None:  # noqa: ANN001
-    from dmlqa.pipeline.stages import prepare_answers
+    from dmlqa.query.selector import prepare_question_encoder
 
     blocked = tmp_path / "not-a-folder"
     blocked.write_text("a file where the encoder cache should be", encoding="utf-8")
     settings = load_settings(tmp_path, env={"DMLQA_ENCODER_CACHE": str(blocked)})
-    with caplog.at_level(logging.WARNING, logger="dmlqa.pipeline.stages"):
-        prepare_answers(settings)  # does not raise: answers do without it
+    with caplog.at_level(logging.WARNING, logger="dmlqa.query.selector"):
+        prepare_question_encoder(settings)  # does not raise: answers do without it
     assert any("tuned question encoder could not be prepared" in r.getMessage() for r in caplog.records)
 
 

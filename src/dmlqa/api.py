@@ -188,9 +188,12 @@ class KnowledgeBase:
 
         from dmlqa.pipeline.build import run_build
         from dmlqa.pipeline.signals import stop_on_signals
+        from dmlqa.query.selector import prepare_question_encoder
 
         with stop_on_signals() if handle_signals else nullcontext():
-            return run_build(self.settings, self._build_options(offline, archives, refresh_lists), progress=progress)
+            report = run_build(self.settings, self._build_options(offline, archives, refresh_lists), progress=progress)
+            prepare_question_encoder(self.settings)  # the answers' second encoder, before the first question
+            return report
 
     def schedule(self, *, every: str | None = None, cron: str | None = None, run_now: bool = False,
                  max_runs: int | None = None, offline: bool = False, archives: Sequence[PathLike] = (),

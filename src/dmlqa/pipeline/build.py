@@ -142,7 +142,6 @@ def run_build(
                 # Loaded here even when the executor embeds elsewhere: its key names the index, and
                 # on one machine its one-time ONNX export is done before any worker (which would race).
                 encoder = stages.encoder_for(settings)
-                stages.prepare_answers(settings)
             meta = indexing.version_meta(settings, works, encoder_key=encoder.key, resources=report.resources,
                                          failed=report.failed, graph=graph)
             # chunk → embed → sentences → segment, a batch of new and changed documents at a time

@@ -54,7 +54,7 @@ if TYPE_CHECKING:
 
 __all__ = [
     "chunk", "chunk_texts", "citations", "embed", "encoder_for", "extract", "extract_one", "fetch", "fetch_async",
-    "load_chunker", "local_documents", "merge_copies", "prepare_answers", "refresh", "sentences", "store_documents",
+    "load_chunker", "local_documents", "merge_copies", "refresh", "sentences", "store_documents",
 ]
 
 log = logging.getLogger(__name__)
@@ -491,23 +491,6 @@ def encoder_for(settings: Settings) -> Encoder:
 
     return load_encoder(settings.embed.model, settings.embed.encoder, settings.encoders_dir,
                         precision=settings.embed.precision)
-
-
-def prepare_answers(settings: Settings) -> None:
-    """The answer selector's tuned question encoder (:mod:`dmlqa.query.tuning`) for the settings' model, written
-    and exported here, once per encoder cache (~25 s on 2 cores), so that the first question does not wait for
-    it; one that cannot be had is logged, and answers do without it."""
-    from dmlqa.errors import EncoderError
-    from dmlqa.query.selector import default_selector
-    from dmlqa.query.tuning import TuningError, prepare
-
-    tuning = default_selector().tuned_for(settings.embed.model)
-    if tuning is None:
-        return
-    try:
-        prepare(tuning, settings.embed.encoder, settings.encoders_dir)
-    except (TuningError, EncoderError, OSError) as exc:
-        log.warning("the tuned question encoder could not be prepared; answers do without it (%s)", exc)
 
 
 def embed(

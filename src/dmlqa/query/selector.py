@@ -23,6 +23,7 @@ layer norms taught on the same pools, reading the question a second time (the ``
 from __future__ import annotations
 
 import json
+import logging
 from dataclasses import dataclass
 from functools import lru_cache
 from importlib import resources
@@ -37,8 +38,11 @@ from dmlqa.query.tuning import QuestionTuning
 
 if TYPE_CHECKING:
     from dmlqa.query.extractive import Pool
+    from dmlqa.settings import Settings
 
 MODEL_FILE = "selector.json"
+
+log = logging.getLogger(__name__)
 
 
 class SelectorModelError(DmlqaError, ValueError):
@@ -159,6 +163,22 @@ def default_selector() -> Selector:
         return Selector.from_json(json.loads(text))
     except (OSError, json.JSONDecodeError) as exc:
         raise SelectorModelError(f"cannot read the selector weights {MODEL_FILE} ({exc})") from None
+
+
+def prepare_question_encoder(settings: Settings) -> None:
+    """The shipped selector's tuned question encoder (:mod:`dmlqa.query.tuning`) for the settings' model, written and
+    exported once per encoder cache (seconds on 2 cores), so that the first question does not wait for it; a
+    build does this. One that cannot be had is logged, and answers do without it."""
+    from dmlqa.errors import EncoderError
+    from dmlqa.query.tuning import TuningError, prepare
+
+    tuning = default_selector().tuned_for(settings.embed.model)
+    if tuning is None:
+        return
+    try:
+        prepare(tuning, settings.embed.encoder, settings.encoders_dir)
+    except (TuningError, EncoderError, OSError) as exc:
+        log.warning("the tuned question encoder could not be prepared; answers do without it (%s)", exc)
 
 
 def load_selector(path: Path) -> Selector:
