@@ -112,7 +112,7 @@ def materialise(tuning: QuestionTuning, base: Path, cache_dir: Path) -> Path:
 
 
 def prepare(tuning: QuestionTuning, encoder: str, cache_dir: Path) -> Path:
-    """Write the tuned question encoder's model folder and, for an ONNX ``encoder``, its export (~25 s on 2 cores,
+    """Write the tuned question encoder's model folder and, for an ONNX ``encoder``, its export (~10 s on 2 cores,
     once per encoder cache), without loading it: a build does this so that the first answer does not wait."""
     folder = materialise(tuning, _base(tuning), cache_dir)
     if encoder in ("onnx-int8", "onnx"):
