@@ -69,7 +69,7 @@ from dmlqa.api import KnowledgeBase
 from dmlqa.index.embed import model_dir
 from dmlqa.query.answer import AskOptions, candidate_cosines, is_follow_up, retrieve
 from dmlqa.query.evaluate import answer_words, normalize_url
-from dmlqa.query.extractive import Candidate, Pool, gather
+from dmlqa.query.extractive import Candidate, Pool, asked_text, gather
 from dmlqa.query.features import ASKED, FEATURES, asked_columns
 from dmlqa.query.names import unknown_names
 from dmlqa.query.quotes import choose, compose
@@ -200,7 +200,7 @@ def _pools(searcher, version, questions: list[dict], cache: Path | None) -> tupl
     for n, q in enumerate(questions, 1):
         text = q["question"]
         context = follow_up_context(q, by_id)
-        hits = retrieve(searcher, version, f"{context} {text}" if context else text, options)
+        hits = retrieve(searcher, version, asked_text(text, context), options)
         absent.append([u.name for u in unknown_names(version, text, hits)])  # refused before the selector
         pools.append(gather(searcher, version, text, hits, options, previous=context))
         if n % 100 == 0:
@@ -292,11 +292,7 @@ def with_asked(features: np.ndarray, tuned: np.ndarray, adapted: np.ndarray) -> 
 def asked_texts(items: list[Item]) -> dict[str, str]:
     """What the answerer embeds for each question, by id: a follow-up after the question it follows (``collect``)."""
     by_id = {it.q["id"]: it.q for it in items}
-    out = {}
-    for it in items:
-        context = follow_up_context(it.q, by_id)
-        out[it.q["id"]] = f"{context} {it.q['question']}" if context else it.q["question"]
-    return out
+    return {it.q["id"]: asked_text(it.q["question"], follow_up_context(it.q, by_id)) for it in items}
 
 
 def tune(kb: KnowledgeBase, items: list[Item], text: dict[str, str], bert, tokenizer) -> QuestionTuning:  # noqa: ANN001

@@ -273,7 +273,9 @@ class Asker:
 
         if not_english(text, concepts(version)):  # before retrieval: English passages cannot answer it
             return refuse(NOT_ENGLISH, (), "question not in English")
-        hits = retrieve(self.searcher, version, f"{context} {text}" if context else text, options)
+        from dmlqa.query.extractive import asked_text
+
+        hits = retrieve(self.searcher, version, asked_text(text, context), options)
         unknown = unknown_names(version, text, hits)
         if unknown:  # before either answerer: an LLM would answer from passages about something else
             return refuse(*name_refusal(version, unknown, hits), "; ".join(notices) or None, hits)

@@ -186,6 +186,11 @@ class _Texts:
         return self._texts[place.row]
 
 
+def asked_text(question: str, previous: str | None = None) -> str:
+    """What a question's vectors are of: a follow-up after the question it leans on (``previous``)."""
+    return f"{previous} {question}" if previous else question
+
+
 def gather(searcher, version, question: str, hits: Sequence[Hit], options, *,  # noqa: ANN001
            previous: str | None = None) -> Pool:
     """The candidate sentences for ``question`` in ``version`` (``hits``: its retrieved passages).
@@ -198,7 +203,7 @@ def gather(searcher, version, question: str, hits: Sequence[Hit], options, *,  #
     and the :data:`POOL_LEXICAL` nearest (BM25 scores those; reading all ~4,500 first was most of an
     answer's time), then for the few a candidate's features or quote need besides.
     """
-    whole = f"{previous} {question}" if previous else question
+    whole = asked_text(question, previous)
     qvec = searcher.embed_query(whole, version)  # memory-cached by the search; never stored
     terms = question_terms(question) if previous else question_terms(whole)
     facts = question_facts(question, terms, lambda ts: version.lexical.lexicon.idf(
