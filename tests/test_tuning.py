@@ -147,9 +147,10 @@ def test_a_searcher_answers_without_a_tuned_encoder_it_cannot_have(tmp_path: Pat
     assert len(warned) == 1 and "no.such.bias" in warned[0].getMessage()  # said once, not tried again
 
 
-def test_a_build_writes_and_exports_the_tuned_question_encoder(tmp_path: Path, monkeypatch) -> None:  # noqa: ANN001
-    """`dmlqa build` leaves the tuned question encoder ready in the encoder cache: the first question does not
-    wait for it to be written and exported."""
+@pytest.mark.parametrize("how", ["build", "schedule"])
+def test_a_build_writes_and_exports_the_tuned_question_encoder(tmp_path: Path, monkeypatch, how: str) -> None:  # noqa: ANN001
+    """`dmlqa build` and `dmlqa schedule` leave the tuned question encoder ready in the encoder cache: the first
+    question does not wait for it to be written and exported."""
     import dmlqa
 
     shared = Path(os.environ["DMLQA_ENCODER_CACHE"])
@@ -166,7 +167,11 @@ def test_a_build_writes_and_exports_the_tuned_question_encoder(tmp_path: Path, m
     kb = dmlqa.KnowledgeBase(tmp_path / "kb", create=True)
     kb.add([notes])
     assert not list(cache.glob("tuned-*"))
-    assert kb.build(offline=True).index_version
+    if how == "build":
+        assert kb.build(offline=True).index_version
+    else:
+        assert kb.schedule(every="24h", run_now=True, max_runs=1, offline=True, handle_signals=False) is None
+        assert kb.published_version()
     digest = default_selector().tuning.digest
     assert (cache / f"tuned-{digest}" / "model.safetensors").is_file()
     assert len(list(cache.glob(f"tuned-{digest}-*/model-int8-pc.onnx"))) == 1

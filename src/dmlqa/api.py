@@ -212,6 +212,7 @@ class KnowledgeBase:
 
         from dmlqa.pipeline.schedule import Schedule, SchedulerStopped, run_scheduler
         from dmlqa.pipeline.signals import stop_on_signals
+        from dmlqa.query.selector import prepare_question_encoder
 
         plan = Schedule.parse(every=every, cron=cron)
         options = self._build_options(offline, archives, refresh_lists)
@@ -219,6 +220,7 @@ class KnowledgeBase:
             with stop_on_signals(SchedulerStopped) if handle_signals else nullcontext():
                 if on_start is not None:
                     on_start(plan.spec)
+                prepare_question_encoder(self.settings)  # as a build does: the answers' second encoder
                 run_scheduler(self.settings, plan, options, run_now=run_now, max_runs=max_runs, on_run=on_run)
         except SchedulerStopped as exc:
             return str(exc)
