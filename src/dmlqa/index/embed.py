@@ -214,7 +214,7 @@ class OnnxEncoder:
         variant = "onnx-int8" if quantize else "onnx"
         self.key = f"{model_label(model)}@{fingerprint}/{variant}"
         self.max_tokens = _max_seq_length(path)
-        onnx_path = _ensure_onnx(path, cache_dir / f"{model_label(model)}-{fingerprint}", quantize)
+        onnx_path = onnx_model(model, path, cache_dir, quantize=quantize)
 
         import onnxruntime as ort
         from tokenizers import Tokenizer
@@ -276,9 +276,9 @@ class OnnxEncoder:
         return out
 
 
-def onnx_model(path: Path, cache_dir: Path, *, quantize: bool = True) -> Path:
-    """A model folder's ONNX file, exported once as :class:`OnnxEncoder` does: ready before an encoder is needed."""
-    return _ensure_onnx(path, cache_dir / f"{model_label(str(path))}-{_model_fingerprint(path)}", quantize)
+def onnx_model(model: str, path: Path, cache_dir: Path, *, quantize: bool = True) -> Path:
+    """``model``'s ONNX file (``path``: its folder), exported once, where :class:`OnnxEncoder` loads it from."""
+    return _ensure_onnx(path, cache_dir / f"{model_label(model)}-{_model_fingerprint(path)}", quantize)
 
 
 def _ensure_onnx(model_path: Path, target: Path, quantize: bool) -> Path:

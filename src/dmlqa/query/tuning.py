@@ -2,9 +2,10 @@
 
 The index's embedder was trained to put a question near passages that *sound like* it. Fitted on the training
 questions' pools (``bench/question_tuning.py``, BitFit: only the 31,104 biases and layer-norm weights of
-MiniLM's 22.7 M move), a copy of it reads the question so that its cosine with the stored sentence vectors
-favours the sentences that *answer* it. The candidates keep the vectors the index stores: only the question
-is read twice, once by each encoder (~5 ms more an answer with the int8 ONNX encoder on 2 cores).
+MiniLM's 22.7 M are tuned, and 30,720 of them move), a copy of it reads the question so that its cosine with the
+stored sentence vectors favours the sentences that *answer* it. The candidates keep the vectors the index stores:
+only the question is read twice, once by each encoder (~4-5 ms more an answer with the int8 ONNX encoder on 2
+cores).
 
 The selector ships the tuning as differences from the embedder's own weights (plain numbers in
 ``selector.json``, as the adapter is). To run, they are added to the installed model's weights, written once
@@ -116,7 +117,7 @@ def prepare(tuning: QuestionTuning, encoder: str, cache_dir: Path) -> Path:
     once per encoder cache), without loading it: a build does this so that the first answer does not wait."""
     folder = materialise(tuning, _base(tuning), cache_dir)
     if encoder in ("onnx-int8", "onnx"):
-        onnx_model(folder, cache_dir, quantize=encoder == "onnx-int8")
+        onnx_model(str(folder), folder, cache_dir, quantize=encoder == "onnx-int8")
     return folder
 
 
