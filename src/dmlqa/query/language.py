@@ -39,7 +39,7 @@ def other_script(text: str) -> bool:
     return bool(letters) and sum(1 for ch in letters if ord(ch) < _LATIN_END) < len(letters) / 2
 
 
-def other_language(text: str) -> bool:
-    """Is the text confidently (its most likely language's probability) in a language other than English?"""
+def other_language(text: str, confidence: float = CONFIDENCE) -> bool:
+    """Is the text's most likely language other than English, with at least ``confidence`` probability?"""
     lang, prob = _identifier().classify(text)
-    return lang not in ("en", _NO_LANGUAGE) and prob >= CONFIDENCE
+    return lang not in ("en", _NO_LANGUAGE) and prob >= confidence

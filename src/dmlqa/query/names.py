@@ -77,6 +77,10 @@ class _Word:
 
 # -- the question's language -----------------------------------------------------------------------------
 
+#: The language identifier's probability above which a question of one or two lower-case words, one of them
+#: spelt as no English word is, is taken for another language (:func:`_short_and_foreign`).
+SHORT_CONFIDENCE = 0.2
+
 
 def not_english(question: str, concept: Callable[[str], bool] = lambda word: False) -> bool:
     """Is the question in another language? Three or more lower-case words, none of them an English word
@@ -91,7 +95,8 @@ def not_english(question: str, concept: Callable[[str], bool] = lambda word: Fal
 
     The bundled vocabulary alone cannot tell: English text holds "de", "la", "les" and "die" (names, quotes). Where
     it finds a foreign word but not enough of them, a language identifier decides (:mod:`dmlqa.query.language`).
-    A question written mostly in another script is not English whatever its words."""
+    A question written mostly in another script is not English whatever its words; one of a word or two is told by
+    :func:`_short_and_foreign`."""
     if other_script(question):
         return True
     found = _words(question)
@@ -102,12 +107,26 @@ def not_english(question: str, concept: Callable[[str], bool] = lambda word: Fal
              for w in found]
     words = [w for w in words if w.isalpha() and w.islower() and len(w) >= 2]
     if len(words) < 3:
-        return False
+        return _short_and_foreign(question, found)
     foreign = sum(1 if w.isascii() else 2 for w in words if not (english_word(w, limit=1 << 30) or concept(w)))
     if foreign >= len(words) / 2 and not any(w.lower() in _OPENERS for w in every):  # "Can ...", "How ..."
         return True
     # "die", "in" and "come" are English words too: where one word is foreign, a language identifier tells
     return foreign > 0 and other_language(question)
+
+
+def _short_and_foreign(question: str, found: Sequence[_Word]) -> bool:
+    """Is a question of one or two lower-case words ("qué es ZeRO", "Megatron erklären") in another language? Too
+    few words to count, and too few letters for the identifier to be sure, so two signs must agree: a lower-case
+    word spelt with a letter English does not use and in no English dictionary ("qué", "erklären"), and another
+    language the identifier's likeliest at :data:`SHORT_CONFIDENCE` (English borrowings stay under it: "naïve
+    partitioning?" 0.11, "café analogy" 0.17; "qué es ZeRO" 0.23). A capitalised word counts only after "¿" or
+    "¡" ("¿Cómo funciona ZeRO-3?"): elsewhere it is a name, spelt so in English too ("Erdős graphs"). Without
+    this, such a question was refused as naming "qué"."""
+    opened = question.lstrip()[:1] in ("¿", "¡")
+    lower = [w.text.lower() if opened and i == 0 else w.text for i, w in enumerate(found)]
+    odd = [w for w in lower if w.isalpha() and w.islower() and not w.isascii() and not english_word(w, limit=1 << 30)]
+    return bool(odd) and other_language(question, confidence=SHORT_CONFIDENCE)
 
 
 # -- candidate names ---------------------------------------------------------------------------------------
