@@ -304,6 +304,8 @@ def test_the_asker_refuses_by_name_and_lists_the_nearest_titles(home: Path) -> N
     ("Megatron erklären", True),
     ("naïve partitioning?", False),  # an English borrowing: the identifier is not sure of another language
     ("Erdős graphs", False),  # a capitalised word is a name, spelt so in English too
+    ("Pólya urn sampling", False),  # so it is opening three words, among no foreign one
+    ("Über welche Wege kommuniziert Horovod?", True),  # but counts beside them
     ("hivemind averaging", False),  # a name no dictionary holds, in plain ASCII: the name check's to refuse
     ("Was macht Horovod?", False),  # too little to tell: refused, if at all, by name
     # another script: no Latin word to count, the script tells; a name in it inside English does not

@@ -102,13 +102,20 @@ def not_english(question: str, concept: Callable[[str], bool] = lambda word: Fal
     found = _words(question)
     every = [w.text for w in found]
     # a sentence's capitalised first word counts when spelt with a letter English does not use ("¿Cómo ...",
-    # "Über ..."): a name or an English word there ("Comment", "Horovod") would only dilute the count
-    words = [w.text.lower() if w.sentence_start and w.text.istitle() and not w.text.isascii() else w.text
+    # "Über ..."): a name or an English word there ("Comment", "Horovod") would only dilute the count. But only
+    # after "¿" or "¡", or beside another foreign word: else it is a name opening an English question ("Pólya urn
+    # sampling", "Schrödinger bridge models"), and alone it would tip three words
+    def foreign_word(w: str) -> bool:
+        return not (english_word(w, limit=1 << 30) or concept(w))
+
+    plain = [w.text for w in found if w.text.isalpha() and w.text.islower() and len(w.text) >= 2]
+    opened = question.lstrip()[:1] in ("¿", "¡") or any(foreign_word(w) for w in plain)
+    words = [w.text.lower() if opened and w.sentence_start and w.text.istitle() and not w.text.isascii() else w.text
              for w in found]
     words = [w for w in words if w.isalpha() and w.islower() and len(w) >= 2]
     if len(words) < 3:
         return _short_and_foreign(question, found)
-    foreign = sum(1 if w.isascii() else 2 for w in words if not (english_word(w, limit=1 << 30) or concept(w)))
+    foreign = sum(1 if w.isascii() else 2 for w in words if foreign_word(w))
     if foreign >= len(words) / 2 and not any(w.lower() in _OPENERS for w in every):  # "Can ...", "How ..."
         return True
     # "die", "in" and "come" are English words too: where one word is foreign, a language identifier tells
