@@ -274,6 +274,11 @@ class Asker:
         if not_english(text, concepts(version)):  # before retrieval: English passages cannot answer it
             return refuse(NOT_ENGLISH, (), "question not in English")
         from dmlqa.query.extractive import asked_text
+        from dmlqa.query.spelling import corrected
+
+        text, fixes = corrected(version, text)  # "pipline": a typo, not a name no document mentions
+        if fixes:
+            notices.append("read " + ", ".join(f"'{wrote}' as '{read}'" for wrote, read in fixes))
 
         hits = retrieve(self.searcher, version, asked_text(text, context), options)
         unknown = unknown_names(version, text, hits)
