@@ -74,6 +74,7 @@ from dmlqa.query.features import ASKED, FEATURES, asked_columns
 from dmlqa.query.names import unknown_names
 from dmlqa.query.quotes import choose, compose
 from dmlqa.query.selector import Selector
+from dmlqa.query.spelling import corrected
 from dmlqa.query.topic import nearness
 from dmlqa.query.tuning import QuestionTuning, question_encoder
 
@@ -165,6 +166,8 @@ def collect(kb: KnowledgeBase, questions: list[dict], cache: Path | None = None)
     follows), its labels, its group and its nearness; read from ``cache`` when it holds the same questions."""
     searcher = kb.asker.searcher
     version = searcher.pin()
+    # read as the answerer reads them: a typo in a plain word corrected (none of bench/'s questions has one)
+    questions = [dict(q, question=corrected(version, q["question"])[0]) for q in questions]
     pools, absent = _pools(searcher, version, questions, cache)
     cosines_of = functools.partial(candidate_cosines, searcher, version)
     return [_item(q, p, a, nearness(version, p.cosines, cosines_of),
