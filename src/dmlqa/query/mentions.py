@@ -40,18 +40,29 @@ def address_tokens(version: IndexVersion) -> frozenset[str]:
                      for t in tokenize(re.sub(r"^\w+://", "", u or "")))
 
 
+@per_version
+def passages_using(version: IndexVersion) -> Callable[[Sequence[str]], np.ndarray]:
+    """How many passages of ``version`` hold each of some BM25 tokens (0 for a token it does not have): the
+    lexicon's document frequencies, read once per version."""
+    lexicon = version.lexical.lexicon
+    terms, df = np.asarray(lexicon.terms), np.asarray(lexicon.df)
+
+    def used(tokens: Sequence[str]) -> np.ndarray:
+        if not tokens or not len(terms):
+            return np.zeros(len(tokens), np.int64)
+        pos = _lookup(terms, _encode(list(tokens)))
+        return np.where(pos >= 0, df[np.maximum(pos, 0)], 0)
+
+    return used
+
+
 def concepts(version: IndexVersion) -> Callable[[str], bool]:
     """Is a lower-case word common in ``version`` (in :data:`CONCEPT_ROWS` passages or more)?"""
-    lexicon = version.lexical.lexicon
-    terms = np.asarray(lexicon.terms)
-    df = np.asarray(lexicon.df)
+    used = passages_using(version)
 
     def concept(word: str) -> bool:
         tokens = tokenize(word)
-        if not tokens or not len(terms):
-            return False
-        pos = _lookup(terms, _encode(tokens))
-        return bool(np.all((pos >= 0) & (df[np.maximum(pos, 0)] >= CONCEPT_ROWS)))
+        return bool(tokens) and bool(np.all(used(tokens) >= CONCEPT_ROWS))
 
     return concept
 

@@ -19,16 +19,11 @@ off-topic ones (57 distinct: "torchtitan", "dstack", "kueue", "logrotate", ...) 
 from __future__ import annotations
 
 import re
-from collections.abc import Callable
-
-import numpy as np
 
 from dmlqa.index.lexical import tokenize
-from dmlqa.index.postings import _encode, _lookup
 from dmlqa.index.versions import IndexVersion
 from dmlqa.query.english import COMMON_RANK, english_ranks, english_word
-from dmlqa.query.mentions import CONCEPT_ROWS, tokens_known
-from dmlqa.query.pinned import per_version
+from dmlqa.query.mentions import BATCH_ROWS, CONCEPT_ROWS, passages_using, row_texts, rows_with, tokens_known
 
 #: The shortest word corrected. Products' names are short and often one edit from a plain word ("dstack" from
 #: "stack", "kueue" from "queue", "torchx" from "torch"); the words a typo costs an answer are long ("pipline",
@@ -50,23 +45,6 @@ def edits(word: str) -> set[str]:
     return out
 
 
-@per_version
-def passages_using(version: IndexVersion) -> Callable[[str], int]:
-    """How many passages of ``version`` use a word (its one BM25 token's document frequency; 0 for a word that
-    is no single token)."""
-    lexicon = version.lexical.lexicon
-    terms, df = np.asarray(lexicon.terms), np.asarray(lexicon.df)
-
-    def used(word: str) -> int:
-        tokens = tokenize(word)
-        if len(tokens) != 1 or not len(terms):
-            return 0
-        pos = _lookup(terms, _encode(tokens))
-        return int(df[pos[0]]) if pos[0] >= 0 else 0
-
-    return used
-
-
 def correction(version: IndexVersion, word: str) -> str | None:
     """The plain word ``word`` (lower-case) misspells, or None: it is English, the index uses it, or nothing one
     edit away is a word the index uses often or frequent English (see the module's docstring)."""
@@ -74,14 +52,24 @@ def correction(version: IndexVersion, word: str) -> str | None:
         return None
     if english_word(word, limit=1 << 30) or tokens_known(version, word):
         return None
-    used = passages_using(version)
-    near = edits(word)
-    best = max(((n, w) for w in near if (n := used(w)) >= CONCEPT_ROWS), default=None)
-    if best is not None:
-        return best[1]
+    near = sorted(edits(word))
+    # the words the index may hold as one token ("pipeline"), by how many passages do
+    single = [(w, t[0]) for w in near if len(t := tokenize(w)) == 1]
+    counts = passages_using(version)([t for _, t in single])
     ranks = english_ranks()  # as spelt: a compound of two frequent words ("torch" + "titans") is no fix
+    if len(counts) and counts.max() >= CONCEPT_ROWS:
+        # words sharing a stem tie ("optimeer" and "optimizer" are both "optim"): the one its passages write
+        tied = [(w, t) for (w, t), n in zip(single, counts.tolist(), strict=True) if n == counts.max()]
+        return next((w for w, t in tied if _written(version, w, t)), tied[0][0])
     english = [w for w in near if ranks.get(w, COMMON_RANK) < COMMON_RANK]
     return english[0] if len(english) == 1 else None
+
+
+def _written(version: IndexVersion, word: str, token: str) -> bool:
+    """Do the first passages holding ``token`` write ``word`` as it is spelt (not only a word of its stem)?"""
+    spelt = re.compile(rf"(?<![A-Za-z]){re.escape(word)}(?![A-Za-z])", re.IGNORECASE)
+    rows = rows_with(version, [token], every=True)[:BATCH_ROWS]
+    return any(spelt.search(text) for _, text in row_texts(version, rows))
 
 
 def corrected(version: IndexVersion, question: str) -> tuple[str, list[tuple[str, str]]]:
