@@ -109,7 +109,7 @@ def not_english(question: str, concept: Callable[[str], bool] = lambda word: Fal
         return not (english_word(w, limit=1 << 30) or concept(w))
 
     plain = [w.text for w in found if w.text.isalpha() and w.text.islower() and len(w.text) >= 2]
-    opened = question.lstrip()[:1] in ("¿", "¡") or any(foreign_word(w) for w in plain)
+    opened = _inverted_opening(question) or any(foreign_word(w) for w in plain)
     words = [w.text.lower() if opened and w.sentence_start and w.text.istitle() and not w.text.isascii() else w.text
              for w in found]
     words = [w for w in words if w.isalpha() and w.islower() and len(w) >= 2]
@@ -122,6 +122,11 @@ def not_english(question: str, concept: Callable[[str], bool] = lambda word: Fal
     return foreign > 0 and other_language(question)
 
 
+def _inverted_opening(question: str) -> bool:
+    """Does the question open with Spanish's "¿" or "¡"? Then its capitalised first word is a plain word."""
+    return question.lstrip()[:1] in ("¿", "¡")
+
+
 def _short_and_foreign(question: str, found: Sequence[_Word]) -> bool:
     """Is a question of one or two lower-case words ("qué es ZeRO", "Megatron erklären") in another language? Too
     few words to count, and too few letters for the identifier to be sure, so two signs must agree: a lower-case
@@ -130,7 +135,7 @@ def _short_and_foreign(question: str, found: Sequence[_Word]) -> bool:
     partitioning?" 0.11, "café analogy" 0.17; "qué es ZeRO" 0.23). A capitalised word counts only after "¿" or
     "¡" ("¿Cómo funciona ZeRO-3?"): elsewhere it is a name, spelt so in English too ("Erdős graphs"). Without
     this, such a question was refused as naming "qué"."""
-    opened = question.lstrip()[:1] in ("¿", "¡")
+    opened = _inverted_opening(question)
     lower = [w.text.lower() if opened and i == 0 else w.text for i, w in enumerate(found)]
     odd = [w for w in lower if w.isalpha() and w.islower() and not w.isascii() and not english_word(w, limit=1 << 30)]
     return bool(odd) and other_language(question, confidence=SHORT_CONFIDENCE)

@@ -56,11 +56,11 @@ def correction(version: IndexVersion, word: str) -> str | None:
     # the words the index may hold as one token ("pipeline"), by how many passages do
     single = [(w, t[0]) for w in near if len(t := tokenize(w)) == 1]
     counts = passages_using(version)([t for _, t in single])
-    ranks = english_ranks()  # as spelt: a compound of two frequent words ("torch" + "titans") is no fix
     if len(counts) and counts.max() >= CONCEPT_ROWS:
         # words sharing a stem tie ("optimeer" and "optimizer" are both "optim"): the one its passages write
         tied = [(w, t) for (w, t), n in zip(single, counts.tolist(), strict=True) if n == counts.max()]
         return next((w for w, t in tied if _written(version, w, t)), tied[0][0])
+    ranks = english_ranks()  # as spelt: a compound of two frequent words ("torch" + "titans") is no fix
     english = [w for w in near if ranks.get(w, COMMON_RANK) < COMMON_RANK]
     return english[0] if len(english) == 1 else None
 
@@ -76,11 +76,11 @@ def corrected(version: IndexVersion, question: str) -> tuple[str, list[tuple[str
     """``question`` with its misspelt plain words corrected, and the (as written, as read) pairs. A capitalised
     word is corrected only where it opens the question ("Pipline parallelism?"): elsewhere it may be a name."""
     fixes: list[tuple[str, str]] = []
+    first = len(question) - len(question.lstrip(" \"'¿¡("))  # where the question's first word starts
 
     def fix(m: re.Match[str]) -> str:
         word = m.group(1)
-        opening = m.start() == len(question) - len(question.lstrip(" \"'¿¡("))
-        if word[0].isupper() and not (opening and word[1:].islower()):
+        if word[0].isupper() and not (m.start() == first and word[1:].islower()):
             return word
         right = correction(version, word.lower())
         if right is None:
