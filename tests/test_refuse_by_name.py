@@ -28,6 +28,7 @@ PASSAGES = {
     "https://arxiv.org/abs/1909.08053": (
         "Megatron-LM: Training Multi-Billion Parameter Language Models Using Model Parallelism", [
             "Megatron-LM splits each transformer layer across GPUs with tensor parallelism.",
+            "We trained Megatron-Turing NLG 530B on 420 servers; the 175-billion-parameter GPT-3 is smaller.",
             "We train the model with PyTorch Lightning on a cluster whose fabric is InfiniBand.",
         ]),
     "https://arxiv.org/abs/2309.14509": (
@@ -142,6 +143,8 @@ FIELD = frozenset({"parallelism", "strategies", "shards", "shard", "checkpointin
     # part of a document or a count, and a lone digit no release
     ("What came with exo 2.0 and horovod v0.28?", ["exo 2.0", "horovod v0.28"]),
     ("What does lemma 3.2 say about stage 2 of Horovod?", ["Horovod"]),
+    # a model's size after its name is part of it, as a release is; alone it is a quantity
+    ("How was Megatron-Turing NLG 1T split, and what fits in 175B?", ["Megatron-Turing NLG 1T"]),
     # a rare English word written capitalised mid-sentence may still name something ("Spotty Docker")
     ("How do I run my scripts inside the Spotty Docker container?", ["Spotty Docker"]),
 ])
@@ -180,6 +183,9 @@ def test_two_frequent_words_written_as_one_are_english_but_a_rarer_part_makes_a_
     "What bucketing order does PyTorch DDP v1.5 use?",
     "Does Intel MPI pass MCA parameters through horovodrun?",  # the passage writes "Intel(R) MPI"
     "How do the Ray head node and its workers split tasks?",
+    # a size the index gives the model, after its name or, spelt out, before it
+    "How many servers trained Megatron-Turing NLG 530B?",
+    "Is GPT-3 175B smaller than Megatron-Turing NLG?",
     # a common word the passage writes as a name ("enter Recovery mode"), beside a name it holds
     "What command enables RDMA from macOS Recovery mode?",
     # "Grid Labs" is the address of the repository whose text says "Kubernetes"
@@ -204,6 +210,8 @@ def test_names_the_index_holds_are_not_refused(version: IndexVersion, question: 
     # a release no document writes beside the name, though both occur
     ("What changed in PyTorch DDP v2.3?", "PyTorch DDP v2.3"),
     ("What's new in Megatron-LM 1.0?", "Megatron-LM 1.0"),
+    # a size no document gives the model, though both occur ("Megatron-Turing NLG 530B" is the one it writes)
+    ("How was Megatron-Turing NLG 1T trained?", "Megatron-Turing NLG 1T"),
     # "dask" occurs and "ml" is an abbreviation, not English hyphenated on: "dask-ml" is a name of its own
     ("Can dask-ml process the data on Ray?", "dask-ml"),
     # "vllm" occurs and "foundry" is English, but a lower-case head makes a package's name, not "Megatron-style"

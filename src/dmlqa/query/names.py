@@ -15,7 +15,9 @@ answer a different question. So the names a question uses are checked against th
   phrase in one passage, title or address. Two words that each occur somewhere ("Lightning" and
   "Fabric") are not the product "Lightning Fabric"; a common word counts as a name of its own only
   where a passage holding the others writes it as one ("enter Recovery mode" for "macOS Recovery").
-* A release after a name ("Horovod 1.0") is mentioned where a passage writes it right after the name.
+* A release after a name ("Horovod 1.0") is mentioned where a passage writes it right after the name, and a
+  model's size ("Megatron-Turing NLG 1T") where a passage gives the model that size ("530B", "530-billion"): a
+  near-miss of a model the index knows at another size is refused, not answered with the known one's figures.
 * A name not mentioned is reported with the closest spelling the index holds ("Megatron-LN" →
   "Megatron-LM"), so the refusal tells the user what to ask instead.
 
@@ -225,6 +227,9 @@ def _part_is_name(part: str, concept: Callable[[str], bool]) -> bool:
 _NAME_PREFIXES = frozenset({"non", "pre", "post", "multi", "sub", "co", "anti", "cross", "semi", "self", "un", "re"})
 #: A release written after a name: "1.0", "3.1.2", "v5", "v0.7"; or a lone digit ("DeepSpeed-Ulysses 2").
 _VERSION = re.compile(r"v?\d{1,3}(?:\.\d{1,3}){1,2}|v\d{1,3}(?:\.\d{1,3})?|\d")
+#: A model's size written after its name: "530B", "1.3B", "1T", "350M" (parameters).
+_SIZE = re.compile(r"\d{1,4}(?:\.\d{1,2})?[BMT]")
+_SIZE_WORDS = {"B": r"(?:\s?B|\s?-?billion|\s?bn)", "M": r"(?:\s?M|\s?-?million)", "T": r"(?:\s?T|\s?-?trillion)"}
 
 
 def _version_of(question: str, words: Sequence[_Word], j: int) -> bool:
@@ -288,6 +293,9 @@ def candidate_names(question: str, concept: Callable[[str], bool] = lambda word:
         elif any(k in ("name", "alone") for k in kinds[i:j]):
             if kinds[j - 1] != "alone" and j < len(words) and _version_of(question, words, j):
                 j += 1  # "Horovod 1.0", "Megatron-LM v5": a release the index may not know, though it knows the name
+            if (j < len(words) and _SIZE.fullmatch(words[j].text)
+                    and question[words[j - 1].end : words[j].start] == " "):
+                j += 1  # "Megatron-Turing NLG 1T": a size the index never gives the model, though it knows 530B
             out.append(question[words[i].start : words[j - 1].end])
         i = j
     out += [inner for _, _, inner in quoted]
@@ -319,6 +327,8 @@ def _mentioned(evidence: Evidence, name: str) -> bool:
     of several words, a name of its own, an acronym: "Colossal-AI" + "Torch FSDP")?"""
     version = evidence.version
     words = [w for w in name.split() if w]
+    if len(words) > 1 and _SIZE.fullmatch(words[-1]):
+        return _mentioned(evidence, " ".join(words[:-1])) and _size_met(evidence, words[:-1], words[-1])
     if len(words) > 1 and _VERSION.fullmatch(words[-1]):
         # "PyTorch DDP v1.5": the name, and its release in a passage that speaks of it ("PyTorch v1.5")
         return _mentioned(evidence, " ".join(words[:-1])) and _release_met(evidence, words[:-1], words[-1])
@@ -384,6 +394,16 @@ def _release_met(evidence: Evidence, words: list[str], release: str) -> bool:
     number = re.escape(release.lstrip("v"))
     named = "|".join(re.escape(w) for w in words if tokenize(w)) or "(?!)"  # no word to write it after: never
     pattern = re.compile(rf"(?:{named}){MARK}[^\w\n]{{0,3}}v?{number}(?![\w]|\.\d)", re.I)
+    return evidence.stored_match(tuple(tokenize(" ".join(words))), pattern)
+
+
+def _size_met(evidence: Evidence, words: list[str], size: str) -> bool:
+    """Does a passage holding the name's words give the model this size, right after or right before one of them
+    ("Megatron-Turing NLG 530B", "the 530-billion-parameter MT-NLG")?"""
+    number = re.escape(size[:-1]) + _SIZE_WORDS[size[-1]]
+    named = "|".join(re.escape(w) for w in words if tokenize(w)) or "(?!)"
+    pattern = re.compile(rf"(?:(?:{named}){MARK}[^\w\n]{{0,3}}{number}(?![\w])"
+                         rf"|(?<![\w.]){number}(?:[\s\-]?param(?:eter)?s?)?[^\w\n]{{0,3}}(?:{named}))", re.I)
     return evidence.stored_match(tuple(tokenize(" ".join(words))), pattern)
 
 
