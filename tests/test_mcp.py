@@ -116,11 +116,13 @@ def test_search_ask_related_status_and_citations(home: Path) -> None:
         results["cites"] = await client.call_tool("cites", {"target": zero})
         results["cited_by"] = await client.call_tool("cited_by", {"target": "Tensor Fusion", "k": 5})
         results["filtered"] = await client.call_tool("search", {"query": "ZeRO", "kinds": ["paper"]})
+        results["misspelt"] = await client.call_tool("search", {"query": "ZeRO partiton optimizer states", "k": 1})
 
     assert _serve_stdio(home, session) == []
     for name, result in results.items():
         assert not result.is_error, (name, _text(result))
-        jsonschema.validate(result.structured_content, schemas[name.replace("filtered", "search")])
+        tool = "search" if name in ("filtered", "misspelt") else name
+        jsonschema.validate(result.structured_content, schemas[tool])
         assert _text(result).startswith("{")  # the same result as JSON text, for clients that read only text
 
     hits = results["search"].structured_content["hits"]
@@ -143,6 +145,9 @@ def test_search_ask_related_status_and_citations(home: Path) -> None:
     assert cites["target"]["title"] == "ZeRO" and "not a PDF" in cites["notice"]
     assert results["cited_by"].structured_content["target"]["title"] == "Tensor Fusion"
     assert results["filtered"].structured_content["hits"] == []  # notes are articles, not papers
+    assert results["search"].structured_content["notice"] is None
+    # the hits match the query as typed; the notice offers it corrected
+    assert results["misspelt"].structured_content["notice"] == "did you mean: ZeRO partition optimizer states"
 
 
 def test_bad_calls_are_tool_errors_and_the_server_keeps_serving(home: Path) -> None:

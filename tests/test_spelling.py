@@ -100,3 +100,26 @@ def test_the_asker_answers_a_misspelt_question_and_says_how_it_read_it(tmp_path:
     assert not a.refused and a.citations
     assert "partitioning" in a.answer.lower() or "partitions" in a.answer.lower()
     assert a.notice is not None and "read 'partiton' as 'partition'" in a.notice
+
+
+def test_search_matches_what_was_typed_and_offers_the_corrected_query(tmp_path: Path, encoder) -> None:  # noqa: ANN001
+    """`dmlqa search` does not correct silently (its results are what the words match as typed), it says "did you
+    mean" on stderr; a query with no typo gets no such line, and --json stays the results alone."""
+    from typer.testing import CliRunner
+
+    from dmlqa.api import KnowledgeBase
+    from dmlqa.app.cli import app
+
+    build_index(tmp_path, encoder)
+    kb = KnowledgeBase(tmp_path)
+    assert kb.spelling("how does ZeRO partiton the optimizer states") == "how does ZeRO partition the optimizer states"
+    assert kb.spelling("how does ZeRO partition the optimizer states") is None
+    runner = CliRunner()
+    typo = runner.invoke(app, ["--home", str(tmp_path), "search", "ZeRO partiton optimizer states", "-k", "2"])
+    assert typo.exit_code == 0, typo.output
+    assert "did you mean: ZeRO partition optimizer states" in typo.stderr
+    assert "1. " in typo.stdout
+    plain = runner.invoke(app, ["--home", str(tmp_path), "search", "ZeRO partition optimizer states", "-k", "2"])
+    assert plain.exit_code == 0 and "did you mean" not in plain.stderr
+    as_json = runner.invoke(app, ["--home", str(tmp_path), "search", "ZeRO partiton optimizer states", "--json"])
+    assert as_json.exit_code == 0 and "did you mean" not in as_json.output

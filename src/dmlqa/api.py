@@ -359,6 +359,16 @@ class KnowledgeBase:
         options = SearchOptions(k=k, per_doc=per_doc, mode=self._mode(mode), filters=flt)
         return self._asker_().searcher.search(query, options, version=self._version_())
 
+    def spelling(self, text: str) -> str | None:
+        """``text`` as :meth:`ask` reads it, its misspelt plain words corrected ("pipline" → "pipeline",
+        :mod:`dmlqa.query.spelling`), or None when it has none. :meth:`search` returns what the words match as
+        written (a silent correction would change the results without saying so): a front end offers this
+        instead, as "did you mean …?"."""
+        from dmlqa.query.spelling import corrected
+
+        fixed, fixes = corrected(self._version_(), self.check_text(text, "query"))
+        return fixed if fixes else None
+
     def search_file(self, queries: PathLike, k: int = 10, *, per_doc: bool = False, mode: str = "hybrid",
                     what: str = "queries", **filters: Any) -> Iterator[tuple[str, list[Hit]]]:
         """Search every query of a JSON Lines file of ``{"id", "text"}`` (BEIR's ``"_id"`` too): ``(id, hits)``;

@@ -359,6 +359,7 @@ def search(
     if as_json:
         render.print_json([h.to_json() for h in hits])
     else:
+        render.did_you_mean(kb.spelling(query or ""))
         render.hits(hits)
 
 

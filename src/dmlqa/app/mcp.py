@@ -331,8 +331,10 @@ def build_server(kb_factory: Callable[[], KnowledgeBase]) -> MCPServer:
 
         def work(kb: KnowledgeBase) -> dict[str, Any]:
             hits = kb.search(query, k, per_doc=per_doc, mode=mode, **flt)
+            fixed = kb.spelling(query)  # the hits match the query as typed; the client may search again
             return {"query": query, "hits": [h.to_json() for h in hits],
-                    "notice": _undated_notice(kb.undated_excluded(**flt))}
+                    "notice": _join(_undated_notice(kb.undated_excluded(**flt)),
+                                    f"did you mean: {fixed}" if fixed else None)}
 
         return await lib.call(work)
 

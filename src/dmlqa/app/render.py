@@ -275,6 +275,12 @@ def hits(found: Sequence[Hit]) -> None:
         out.print(plain(f"   {snippet[:300]}{'…' if len(snippet) > 300 else ''}"), highlight=False)
 
 
+def did_you_mean(corrected: str | None) -> None:
+    """One stderr line offering the query with its typos corrected (search itself matches what was typed)."""
+    if corrected:
+        err.print(plain(f"did you mean: {corrected}", "yellow"), highlight=False)
+
+
 def answer_text(text: str) -> None:
     out.print(plain(text), highlight=False)
 
