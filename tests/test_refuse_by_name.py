@@ -143,6 +143,8 @@ FIELD = frozenset({"parallelism", "strategies", "shards", "shard", "checkpointin
     # part of a document or a count, and a lone digit no release
     ("What came with exo 2.0 and horovod v0.28?", ["exo 2.0", "horovod v0.28"]),
     ("What does lemma 3.2 say about stage 2 of Horovod?", ["Horovod"]),
+    # a quantity written as one compound word describes what follows, it is no part of its name
+    ("Which 17-billion-parameter Microsoft model used 2-bit Adam?", ["Microsoft", "2-bit Adam"]),
     # a model's size after its name is part of it, as a release is; alone it is a quantity
     ("How was Megatron-Turing NLG 1T split, and what fits in 175B?", ["Megatron-Turing NLG 1T"]),
     # a rare English word written capitalised mid-sentence may still name something ("Spotty Docker")
@@ -183,6 +185,8 @@ def test_two_frequent_words_written_as_one_are_english_but_a_rarer_part_makes_a_
     "What bucketing order does PyTorch DDP v1.5 use?",
     "Does Intel MPI pass MCA parameters through horovodrun?",  # the passage writes "Intel(R) MPI"
     "How do the Ray head node and its workers split tasks?",
+    # names joined by a small word into one compound ("Dask-on-Ray") are each mentioned
+    "Can I run Dask-on-Ray for the data processing?",
     # a size the index gives the model, after its name or, spelt out, before it
     "How many servers trained Megatron-Turing NLG 530B?",
     "Is GPT-3 175B smaller than Megatron-Turing NLG?",
@@ -212,6 +216,8 @@ def test_names_the_index_holds_are_not_refused(version: IndexVersion, question: 
     ("What's new in Megatron-LM 1.0?", "Megatron-LM 1.0"),
     # a size no document gives the model, though both occur ("Megatron-Turing NLG 530B" is the one it writes)
     ("How was Megatron-Turing NLG 1T trained?", "Megatron-Turing NLG 1T"),
+    # a compound of names joined by a small word holds one no document mentions
+    ("Can I run Dask-on-Hivemind for the data processing?", "Dask-on-Hivemind"),
     # "dask" occurs and "ml" is an abbreviation, not English hyphenated on: "dask-ml" is a name of its own
     ("Can dask-ml process the data on Ray?", "dask-ml"),
     # "vllm" occurs and "foundry" is English, but a lower-case head makes a package's name, not "Megatron-style"

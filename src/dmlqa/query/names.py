@@ -195,7 +195,8 @@ def _kind(w: _Word, concept: Callable[[str], bool]) -> str:
             return "name" if any(not _ACRONYM.fullmatch(p) for p in parts) else "joiner"
         if "." in text and all(len(p) >= 2 and p.isalpha() for p in parts):
             return "name"  # a module path: torch.distributed.pipelining, jax.distributed.initialize
-        return "joiner" if digits else "plain"  # 2-bit (Adam), data-parallel
+        # 2-bit (Adam), data-parallel; a quantity of several words describes what follows ("17-billion-parameter")
+        return "joiner" if digits and sum(p.isalpha() for p in parts) < 2 else "plain"
     if _ACRONYM.fullmatch(text):
         # four capitals or more name a thing of their own (NCCL, TACCL, NIXL); shorter ones and those with
         # digits are the field's abbreviations that users and documents spell differently (GPU, FP16, BF16)
@@ -224,6 +225,8 @@ def _part_is_name(part: str, concept: Callable[[str], bool]) -> bool:
     return not (common_word(low) or concept(low))
 
 
+#: Small words that join two names into one compound ("Dask-on-Ray", "PyTorch-to-ONNX").
+_JOINING = frozenset({"on", "over", "for", "with", "to", "and", "in", "of", "via", "from", "into"})
 _NAME_PREFIXES = frozenset({"non", "pre", "post", "multi", "sub", "co", "anti", "cross", "semi", "self", "un", "re"})
 #: A release written after a name: "1.0", "3.1.2", "v5", "v0.7"; or a lone digit ("DeepSpeed-Ulysses 2").
 _VERSION = re.compile(r"v?\d{1,3}(?:\.\d{1,3}){1,2}|v\d{1,3}(?:\.\d{1,3})?|\d")
@@ -347,7 +350,12 @@ def _mentioned(evidence: Evidence, name: str) -> bool:
             return True
         # "non-Module", "multi-Megatron": an English prefix before a known name
         prefix, _, rest = w.partition("-")
-        return prefix.lower() in _NAME_PREFIXES and bool(rest) and word_known(rest)
+        if prefix.lower() in _NAME_PREFIXES and bool(rest) and word_known(rest):
+            return True
+        # "Dask-on-Ray", "Keras-on-Spark": names joined by a small word, each a name the index knows
+        parts = w.split("-")
+        names = [p for p in parts if p.lower() not in _JOINING]
+        return len(parts) >= 3 and 0 < len(names) < len(parts) and all(p and word_known(p) for p in names)
 
     if not all(word_known(w) for w in words):
         return False
