@@ -360,10 +360,8 @@ class KnowledgeBase:
         return self._asker_().searcher.search(query, options, version=self._version_())
 
     def spelling(self, text: str) -> str | None:
-        """``text`` as :meth:`ask` reads it, its misspelt plain words corrected ("pipline" → "pipeline",
-        :mod:`dmlqa.query.spelling`), or None when it has none. :meth:`search` returns what the words match as
-        written (a silent correction would change the results without saying so): a front end offers this
-        instead, as "did you mean …?"."""
+        """``text`` as :meth:`ask` reads it, typos corrected ("pipline", :mod:`dmlqa.query.spelling`), or None: a front
+        end offers it as "did you mean"; :meth:`search` matches the words as typed, never corrected unsaid."""
         from dmlqa.query.spelling import corrected
 
         fixed, fixes = corrected(self._version_(), self.check_text(text, "query"))
