@@ -397,24 +397,6 @@ def test_a_question_asking_which_resource_gets_the_sources_name_first() -> None:
         assert compose(cands, [hit], question=q)[0].startswith("Nerlnet simulates"), q
 
 
-def test_a_question_asking_for_a_paper_leads_with_a_papers_title() -> None:
-    """"Which papers reduce pipeline bubbles?": a README's or a docs page's title is no paper's name, though its
-    sentence rates best; a paper's sentence in the answer names the paper. Asked for a library, the best leads."""
-    readme = _cands([(PROSE, "Enable virtual pipeline parallelism to reduce pipeline bubbles.")], doc="r")
-    paper = _cands([(PROSE, "Our interleaved schedule reduces the pipeline bubble by the number of chunks.")], doc="p")
-    hits = [Hit(rank=1, score=1.0, doc_id="r", url="https://x.org/r", title="Megatron README", page=None,
-                section=None, text="", kind="repo"),
-            Hit(rank=2, score=0.9, doc_id="p", url="https://x.org/p.pdf", title="Efficient Large-Scale Training",
-                page=3, section=None, text="", kind="paper")]
-    body, cites = compose(readme + paper, hits, question="Which papers reduce pipeline bubbles?")
-    assert body.startswith("Efficient Large-Scale Training [1]:") and cites[0].url == "https://x.org/p.pdf"
-    assert "virtual pipeline parallelism to reduce pipeline bubbles. [2]" in body  # the best sentence still first
-    body, _ = compose(readme + paper, hits, question="Which library reduces pipeline bubbles?")
-    assert body.startswith("Megatron README [1]:")
-    body, _ = compose(readme, hits[:1], question="Which papers reduce pipeline bubbles?")
-    assert body.startswith("Megatron README [1]:")  # no paper among the sentences: the best one's source
-
-
 def test_a_sentence_the_previous_answer_quoted_goes_last() -> None:
     cands = _cands([(PROSE, "ZeRO stage 1 partitions the optimizer states across ranks."),
                     (PROSE, "ZeRO stage 3 also partitions the parameters across ranks.")])

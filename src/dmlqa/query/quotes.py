@@ -380,12 +380,6 @@ def asks_for_resource(question: str) -> bool:
     return _ASKS_RESOURCE.search(question) is not None
 
 
-def asks_for_paper(question: str) -> bool:
-    """"Which papers reduce pipeline bubbles?": the name to lead with is a paper's, not a README's or a docs page's."""
-    m = _ASKS_RESOURCE.search(question)
-    return m is not None and re.search(r"\bpapers?$", m.group(0), re.I) is not None
-
-
 def _display_title(title: str) -> str:
     return re.sub(r"^GitHub - ", "", title).strip()
 
@@ -434,9 +428,7 @@ def compose(chosen: Sequence[Candidate], hits: Sequence[Hit], *, question: str =
             code.clear()
 
     if chosen and asks_for_resource(question):
-        # the best sentence's source names the answer; asked for a paper, the best sentence's that is one
-        papers = [c for c in chosen if by_doc[c.doc_id].kind == "paper"] if asks_for_paper(question) else []
-        top = (papers or chosen)[0]
+        top = chosen[0]
         numbers[(top.doc_id, top.page)] = 1
         parts.append(f"{_display_title(by_doc[top.doc_id].title)} [1]:")
     said: set[str] = set()
