@@ -330,11 +330,11 @@ def _mentioned(evidence: Evidence, name: str) -> bool:
     of several words, a name of its own, an acronym: "Colossal-AI" + "Torch FSDP")?"""
     version = evidence.version
     words = [w for w in name.split() if w]
-    if len(words) > 1 and _SIZE.fullmatch(words[-1]):
-        return _mentioned(evidence, " ".join(words[:-1])) and _size_met(evidence, words[:-1], words[-1])
-    if len(words) > 1 and _VERSION.fullmatch(words[-1]):
-        # "PyTorch DDP v1.5": the name, and its release in a passage that speaks of it ("PyTorch v1.5")
-        return _mentioned(evidence, " ".join(words[:-1])) and _release_met(evidence, words[:-1], words[-1])
+    if len(words) > 1 and (_SIZE.fullmatch(words[-1]) or _VERSION.fullmatch(words[-1])):
+        # "PyTorch DDP v1.5", "Megatron-Turing NLG 530B": the name, and its release or size in a passage that
+        # speaks of it ("PyTorch v1.5")
+        met = _size_met if _SIZE.fullmatch(words[-1]) else _release_met
+        return _mentioned(evidence, " ".join(words[:-1])) and met(evidence, words[:-1], words[-1])
 
     def word_known(w: str) -> bool:
         if not tokenize(w):
@@ -399,20 +399,22 @@ def _mentioned(evidence: Evidence, name: str) -> bool:
 def _release_met(evidence: Evidence, words: list[str], release: str) -> bool:
     """Does a passage holding the name's words write the release ("1.5" or "v1.5") right after one of them
     ("PyTorch v1.5" for "PyTorch DDP v1.5", "Gaudi(R) 2")? A "2" a few words on is a count or a citation."""
-    number = re.escape(release.lstrip("v"))
-    named = "|".join(re.escape(w) for w in words if tokenize(w)) or "(?!)"  # no word to write it after: never
-    pattern = re.compile(rf"(?:{named}){MARK}[^\w\n]{{0,3}}v?{number}(?![\w]|\.\d)", re.I)
-    return evidence.stored_match(tuple(tokenize(" ".join(words))), pattern)
+    return _written_beside(evidence, words, rf"v?{re.escape(release.lstrip('v'))}(?![\w]|\.\d)")
 
 
 def _size_met(evidence: Evidence, words: list[str], size: str) -> bool:
     """Does a passage holding the name's words give the model this size, right after or right before one of them
     ("Megatron-Turing NLG 530B", "the 530-billion-parameter MT-NLG")?"""
     number = re.escape(size[:-1]) + _SIZE_WORDS[size[-1]]
+    return _written_beside(evidence, words, rf"{number}(?![\w])", rf"(?<![\w.]){number}(?:[\s\-]?param(?:eter)?s?)?")
+
+
+def _written_beside(evidence: Evidence, words: list[str], after: str, before: str | None = None) -> bool:
+    """Does a stored passage holding the name's words write ``after`` right after one of them (a trademark sign
+    and up to three marks between), or ``before`` right before one? A name with no word to write it beside: never."""
     named = "|".join(re.escape(w) for w in words if tokenize(w)) or "(?!)"
-    pattern = re.compile(rf"(?:(?:{named}){MARK}[^\w\n]{{0,3}}{number}(?![\w])"
-                         rf"|(?<![\w.]){number}(?:[\s\-]?param(?:eter)?s?)?[^\w\n]{{0,3}}(?:{named}))", re.I)
-    return evidence.stored_match(tuple(tokenize(" ".join(words))), pattern)
+    sides = [rf"(?:{named}){MARK}[^\w\n]{{0,3}}{after}"] + ([rf"{before}[^\w\n]{{0,3}}(?:{named})"] if before else [])
+    return evidence.stored_match(tuple(tokenize(" ".join(words))), re.compile("|".join(sides), re.I))
 
 
 def _meets_in_address(evidence: Evidence, words: list[str]) -> bool:
