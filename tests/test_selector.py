@@ -564,6 +564,11 @@ def test_headings_glued_before_a_sentence_cut_offs_and_front_matter_are_furnitur
      "We first investigate the attention module."),
     ("Optimizer States Figure 3b shows that optimizer states need 4x the bandwidth of gradients.",
      "Figure 3b shows that optimizer states need 4x the bandwidth of gradients."),
+    # a run-in heading in title case whose words the sentence's subject says again
+    ("Hybrid Model and Data Parallelism Model parallelism is orthogonal to data parallelism.",
+     "Model parallelism is orthogonal to data parallelism."),
+    ("Tensor Model Parallelism Tensor model parallelism (or, tensor parallelism) splits each layer.",
+     "Tensor model parallelism (or, tensor parallelism) splits each layer."),
 ])
 def test_a_heading_glued_before_a_sentence_is_cut_off_where_the_sentence_begins(text: str, sentence: str) -> None:
     # the sentence states something: it is quoted from where it begins, not dropped as furniture
@@ -577,6 +582,9 @@ def test_a_heading_glued_before_a_sentence_is_cut_off_where_the_sentence_begins(
     "As Figure 5a shows, the throughput grows on 512 GPUs.",
     "ZeRO: Zero Redundancy Optimizer ZeRO removes the memory redundancies.",  # no clear point: furniture instead
     "TECHNICAL REPORT causal mask has not been addressed.",  # a page's continuation: furniture instead
+    "Data Parallel Training is simple to set up.",  # a subject in title case, no heading before it
+    "Mixed Precision Training Tools make it easy to train in fp16.",
+    "Megatron Core Model parallelism is configured per layer.",  # a name, not English words, before the sentence
 ])
 def test_no_heading_is_cut_where_none_is_or_where_the_cut_is_unclear(text: str) -> None:
     assert heading_end(text) == 0

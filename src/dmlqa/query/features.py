@@ -342,9 +342,29 @@ def heading_end(text: str) -> int:
     states, and a heading glued into a quote is no answer."""
     m = _CUT_HEADING.match(text)
     if m is None:
-        return 0
+        return _heading_said_again(text)
     rest = len(text) - len(text[m.end():].lstrip())
     return rest if rest < len(text) else 0
+
+
+def _heading_said_again(text: str) -> int:
+    """Where the sentence begins after a run-in heading in title case whose words its subject says again ("Hybrid
+    Model and Data Parallelism Model parallelism is orthogonal ...", "Tensor Model Parallelism Tensor model
+    parallelism (or, tensor parallelism) is ..."): the heading's words are all English, so that a name opening
+    the sentence ("NVIDIA Megatron Core is ...") is left whole; 0 for none."""
+    words = list(re.finditer(r"\S+", text[:200]))
+    # the sentence's first word is the capitalised one before the first lower-case word that is not a small one
+    first = next((k - 1 for k, w in enumerate(words[:10]) if w[0][:1].islower() and w[0] not in _SMALL_WORDS), 0)
+    head = [w[0] for w in words[:first]]
+    if first < 2 or head[-1] in _SMALL_WORDS or not words[first][0].istitle() and not words[first][0].isupper():
+        return 0
+    from dmlqa.query.english import english_word  # loads a dictionary: only for a sentence opening so
+
+    said = {w[0].lower() for w in words[first : first + 2]}
+    plain = [w.lower() for w in head if w not in _SMALL_WORDS]
+    if not all(w.isalpha() and english_word(w) for w in [*plain, words[first][0].lower()]) or not said & set(plain):
+        return 0
+    return words[first].start()
 
 
 def _caps_heading(text: str) -> bool:
