@@ -1,0 +1,273 @@
+"""Trials of the sentence model against the shipped one, in seconds each instead of a 15-20 minute refit.
+
+    .venv/bin/python bench/selector_trials.py --home /tmp/snaphome --cache /tmp/pools.pkl prepare
+    .venv/bin/python bench/selector_trials.py --home /tmp/snaphome --cache /tmp/pools.pkl run lr gbt blend
+
+A refit (``train_selector.py``) spends its time retrieving (cached by its ``--cache``), tuning the question
+encoder (cached beside it) and cross-fitting the question adapters inside each of the five folds. None of that
+depends on which model reads the features, so ``prepare`` does it once, as the refit does, and keeps each fold's
+feature matrices (training questions with adapters cross-fitted within the fold, test questions with the fold's
+adapter), the final fit's, and the held-apart sets' as the shipped selector reads them (its adapter and tuned
+question encoder: what the refit fits on all the training questions, byte for byte). ``run`` then fits each
+named trial in place of the logistic regression and scores it as the refit does: cross-validated key term at
+the shipped settings (add above, budget, reading on, diversity), and on the held-out set, ``dev.jsonl`` and the
+unseen set (scored only; nothing is chosen on them). ``lr`` reproduces the refit's own numbers
+(``bench/results/selector.json``); ``--grid`` also scores each trial at the setting the refit's grid would
+choose for it. The cache must come from ``train_selector.py --cache`` on the same home.
+"""
+
+from __future__ import annotations
+
+import argparse
+import functools
+import glob
+import json
+import pickle
+import sys
+import tempfile
+from collections.abc import Callable
+from pathlib import Path
+
+import numpy as np
+from sklearn.ensemble import HistGradientBoostingClassifier
+from sklearn.linear_model import LogisticRegression
+from sklearn.model_selection import GroupKFold
+from sklearn.preprocessing import StandardScaler
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+import train_selector as ts  # noqa: E402 - beside this script
+from question_adapter import adapted_cosines  # noqa: E402
+
+from dmlqa.api import KnowledgeBase  # noqa: E402
+from dmlqa.query.english import english_word  # noqa: E402
+from dmlqa.query.selector import load_selector  # noqa: E402
+from dmlqa.query.tuning import question_encoder  # noqa: E402
+
+HELD = {"validate": str(ts.ROOT.parent / "shared/eval/dev.jsonl"),
+        "heldout": str(ts.ROOT / "bench/heldout/questions-*.jsonl"),
+        "unseen": str(ts.ROOT / "bench/unseen/questions-*.jsonl")}
+
+
+def _training(kb: KnowledgeBase, cache: Path) -> list[ts.Item]:
+    files = sorted(glob.glob(str(ts.ROOT / "bench/train/questions-*.jsonl")), key=ts._numbered)
+    return ts.collect(kb, [q for f in files for q in ts._questions(Path(f))], cache)
+
+
+def _held(kb: KnowledgeBase, cache: Path) -> dict[str, list[ts.Item]]:
+    out = {}
+    for name, pattern in HELD.items():
+        files = sorted(glob.glob(pattern), key=ts._numbered)
+        out[name] = ts.collect(kb, [q for f in files for q in ts._questions(Path(f))],
+                               cache.with_suffix(f".{name}{cache.suffix}"))
+    return out
+
+
+def prepare(kb: KnowledgeBase, cache: Path, out: Path) -> None:
+    """Each fold's feature matrices, the final fit's and the held-apart sets', as ``train_selector.main`` makes them."""
+    items = _training(kb, cache)
+    version = kb.asker.searcher.pin()
+    workdir = Path(tempfile.mkdtemp(prefix="dmlqa-trials-"))
+    tuned_q, tuning = ts.tuned_questions(kb, items, ts.asked_texts(items), workdir,
+                                         cache.with_suffix(".tuned" + cache.suffix))
+    tuned = [it.vectors @ tuned_q[i] if len(it.pool.candidates) else np.zeros(0, np.float32)
+             for i, it in enumerate(items)]
+    base = [it.pool.features for it in items]
+    folds = []
+    for train, test in GroupKFold(n_splits=ts.FOLDS).split(np.zeros(len(items)), groups=[it.group for it in items]):
+        inner = ts.cross_fitted(items, list(train))
+        u, v = ts.fit_items([items[i] for i in train])
+        folds.append(({int(i): ts.with_asked(base[i], tuned[i], inner[i]) for i in train},
+                      {int(i): ts.with_asked(base[i], tuned[i], adapted_cosines(u, v, items[i].pool.qvec,
+                                                                                 items[i].vectors)) for i in test}))
+    whole = ts.cross_fitted(items, list(range(len(items))))
+    shipped = load_selector(ts.ROOT / "src/dmlqa/query/selector.json")
+    encoder = question_encoder(tuning, version.meta["encoder"], workdir)
+    held = {}
+    for name, hitems in _held(kb, cache).items():
+        text = ts.asked_texts(hitems)
+        held[name] = []
+        for it in hitems:  # the features as the answerer computes them with the shipped adapter and tuning
+            shipped.score_pool(it.pool, version.meta["model"], encoder.encode([text[it.q["id"]]])[0])
+            held[name].append(np.array(it.pool.features) if len(it.pool.candidates)
+                              else np.zeros((0, len(ts.FEATURES))))
+    out.write_bytes(pickle.dumps({"folds": folds, "final": [ts.with_asked(base[i], tuned[i], whole[i])
+                                                             for i in range(len(items))],
+                                  "held": held, "topic_cut": ts.off_topic_cut(items)}))
+
+
+# -- the models tried -------------------------------------------------------------------------------------
+
+
+class Logistic:
+    """The shipped model: standardised features, L2-regularised logistic regression."""
+
+    def __init__(self, c: float = ts.C, class_weight: str | None = None) -> None:
+        self.c, self.class_weight = c, class_weight
+
+    def fit(self, xs: list[np.ndarray], ys: list[np.ndarray]) -> Logistic:
+        x = np.vstack(xs)
+        self.scaler = StandardScaler().fit(x)
+        self.scale = np.where(self.scaler.scale_ > 0, self.scaler.scale_, 1.0)
+        self.model = LogisticRegression(C=self.c, max_iter=5000, class_weight=self.class_weight)
+        self.model.fit((x - self.scaler.mean_) / self.scale, np.concatenate(ys))
+        return self
+
+    def score(self, x: np.ndarray) -> np.ndarray:
+        z = ((x - self.scaler.mean_) / self.scale) @ self.model.coef_[0] + self.model.intercept_[0]
+        return 1.0 / (1.0 + np.exp(-z))
+
+
+class Trees:
+    """Gradient-boosted trees (scikit-learn's histogram GBDT), shallow and strongly regularised."""
+
+    def fit(self, xs: list[np.ndarray], ys: list[np.ndarray]) -> Trees:
+        self.model = HistGradientBoostingClassifier(max_iter=200, learning_rate=0.05, max_leaf_nodes=15,
+                                                    min_samples_leaf=100, l2_regularization=1.0, random_state=0)
+        self.model.fit(np.vstack(xs), np.concatenate(ys))
+        return self
+
+    def score(self, x: np.ndarray) -> np.ndarray:
+        return self.model.predict_proba(x)[:, 1]
+
+
+class Blend:
+    """The mean of the two models' probabilities."""
+
+    def fit(self, xs: list[np.ndarray], ys: list[np.ndarray]) -> Blend:
+        self.parts = (Logistic().fit(xs, ys), Trees().fit(xs, ys))
+        return self
+
+    def score(self, x: np.ndarray) -> np.ndarray:
+        return np.mean([m.score(x) for m in self.parts], axis=0)
+
+
+def _within_pool(x: np.ndarray) -> np.ndarray:
+    """Every feature beside its z-score within the question's pool (a ranking's usual normalisation)."""
+    sd = x.std(axis=0)
+    return np.hstack([x, (x - x.mean(axis=0)) / np.where(sd > 1e-9, sd, 1.0)])
+
+
+_STOP = frozenset("what which who how why when where does do is are the a an of in on for to with and or by from "
+                  "that this it as at be can i my we you your use used using between than into about there their "
+                  "its".split())
+
+
+def _title_columns(it: ts.Item) -> np.ndarray:
+    """The share of the question's words (and of its words no English dictionary holds: names) in the title and
+    address of each candidate's document, and each share's gap to the pool's best."""
+    import re
+
+    def words(text: str) -> list[str]:
+        return re.findall(r"[a-z0-9][a-z0-9+.\-]*[a-z0-9+]|[a-z0-9]", text.lower())
+    asked = [w for w in dict.fromkeys(words(it.q["question"])) if w not in _STOP and len(w) >= 3]
+    names = [w for w in asked if not english_word(w)]
+    title = {h.doc_id: set(words(h.title + " " + h.url.replace("/", " ").replace("_", " ")))
+             for h in reversed(it.pool.sources)}
+    x = np.array([(sum(w in title.get(c.doc_id, set()) for w in asked) / max(len(asked), 1),
+                   sum(w in title.get(c.doc_id, set()) for w in names) / max(len(names), 1))
+                  for c in it.pool.candidates], float).reshape(-1, 2)
+    return np.hstack([x, x - x.max(axis=0)]) if len(x) else np.zeros((0, 4))
+
+
+#: name -> (model, a change of each item's feature matrix or None, which labels it is fitted on)
+TRIALS: dict[str, tuple[Callable[[], object], Callable[[ts.Item, np.ndarray], np.ndarray] | None, str]] = {
+    "lr": (Logistic, None, "both"),
+    "gbt": (Trees, None, "both"),
+    "blend": (Blend, None, "both"),
+    "lr-c0.01": (functools.partial(Logistic, 0.01), None, "both"),
+    "lr-c0.03": (functools.partial(Logistic, 0.03), None, "both"),
+    "lr-c1": (functools.partial(Logistic, 1.0), None, "both"),
+    "lr-balanced": (functools.partial(Logistic, ts.C, "balanced"), None, "both"),
+    "within-pool": (Logistic, lambda it, x: _within_pool(x), "both"),
+    "doc-title": (Logistic, lambda it, x: np.hstack([x, _title_columns(it)]), "both"),
+    "evidence-labels": (Logistic, None, "evidence"),
+    "key-term-labels": (Logistic, None, "key term"),
+}
+
+
+def _labels(it: ts.Item, which: str) -> np.ndarray:
+    """What a trial is fitted on: the refit's labels (an evidence sentence or a key term), or only one of the two
+    where the question has such a candidate."""
+    if which == "evidence" and it.evidence.any():
+        return it.evidence
+    if which == "key term":
+        stated = np.array([ts.states_keyword(c.text, it.q.get("keywords") or []) for c in it.pool.candidates], bool)
+        if stated.any():
+            return stated
+    return it.labels
+
+
+def run(name: str, items: list[ts.Item], held: dict[str, list[ts.Item]], prepared: dict, grid: bool) -> dict:
+    factory, change, which = TRIALS[name]
+
+    def x_of(it: ts.Item, x: np.ndarray) -> np.ndarray:
+        return change(it, x) if change is not None and len(x) else x
+    fitted = [i for i, it in enumerate(items) if ts._fits(it)]
+    fits = set(fitted)
+    oof: list[np.ndarray] = [np.zeros(0)] * len(items)
+    for train, test in prepared["folds"]:
+        keep = [i for i in train if i in fits]
+        model = factory().fit([x_of(items[i], train[i]) for i in keep], [_labels(items[i], which) for i in keep])
+        for i, x in test.items():
+            oof[i] = model.score(x_of(items[i], x)) if len(x) else np.zeros(0)
+    final = factory().fit([x_of(items[i], prepared["final"][i]) for i in fitted],
+                          [_labels(items[i], which) for i in fitted])
+    scores = {n: [final.score(x_of(it, x)) if len(x) else np.zeros(0) for it, x in zip(hitems, prepared["held"][n],
+                                                                                          strict=True)]
+              for n, hitems in held.items()}
+    topic_cut = prepared["topic_cut"]
+    refuse = ts.refuse_cut(items, oof, topic_cut)
+    shipped = load_selector(ts.ROOT / "src/dmlqa/query/selector.json")
+    settings = [(shipped.add_above, shipped.max_words, shipped.read_on, shipped.diversity)]
+    if grid:  # the setting train_selector.py's grid would choose for this model
+        table = {k: ts.evaluate(items, oof, k[0], refuse, k[1], k[2], topic_cut, k[3]) for k in
+                 [(a, w, r, d) for a in ts.ADD_GRID for w in ts.WORDS_GRID for r in ts.READ_ON_GRID
+                  for d in ts.DIVERSITY_GRID]}
+        ok = [k for k in table if table[k]["median_words"] <= ts.MAX_MEDIAN_WORDS]
+        top = max(table[k]["key_term_stated"] for k in ok)
+        settings.append(min((k for k in ok if table[k]["key_term_stated"] >= top - ts.ADD_TOLERANCE),
+                            key=lambda k: (k[1], -k[0], k[2], k[3])))
+    rows = []
+    for add_above, max_words, read_on, diversity in dict.fromkeys(settings):
+        row: dict = {"trial": name, "add_above": add_above, "max_words": max_words, "read_on": read_on,
+                     "diversity": diversity}
+        cv = ts.evaluate(items, oof, add_above, refuse, max_words, read_on, topic_cut, diversity)
+        row["cross_validation"] = {k: cv[k] for k in ("key_term_stated", "keyword_hit_rate", "median_words",
+                                                      "top1_positive")}
+        for n, hitems in held.items():
+            e = ts.evaluate(hitems, scores[n], add_above, refuse, max_words, read_on, topic_cut, diversity)
+            row[n] = {k: e[k] for k in ("key_term_stated", "keyword_hit_rate", "median_words", "refusal_accuracy")}
+        rows.append(row)
+        print(json.dumps(row), flush=True)
+    return {"trial": name, "rows": rows}
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("--home", required=True, help="the built snapshot home train_selector.py read")
+    ap.add_argument("--cache", type=Path, required=True, help="train_selector.py's --cache file (its pools)")
+    ap.add_argument("--prepared", type=Path, help="where prepare writes the features (default: beside the cache)")
+    ap.add_argument("--grid", action="store_true", help="also score each trial at the setting the grid picks for it")
+    ap.add_argument("--results", type=Path, default=ts.ROOT / "bench/results/selector_trials.json",
+                    help="where run writes its rows as JSON")
+    ap.add_argument("step", choices=["prepare", "run"])
+    ap.add_argument("trials", nargs="*", default=list(TRIALS), help=f"of {', '.join(TRIALS)} (default: all)")
+    args = ap.parse_args()
+    prepared_path = args.prepared or args.cache.with_suffix(".trials" + args.cache.suffix)
+    kb = KnowledgeBase(args.home)
+    if args.step == "prepare":
+        prepare(kb, args.cache, prepared_path)
+        return
+    unknown = [t for t in args.trials if t not in TRIALS]
+    if unknown:
+        sys.exit(f"no trial named {', '.join(unknown)}; known: {', '.join(TRIALS)}")
+    if not prepared_path.exists():
+        sys.exit(f"{prepared_path} does not exist: run this script's prepare step first")
+    prepared = pickle.loads(prepared_path.read_bytes())
+    items, held = _training(kb, args.cache), _held(kb, args.cache)
+    results = [run(t, items, held, prepared, args.grid) for t in args.trials]
+    args.results.write_text(json.dumps(results, indent=1) + "\n", encoding="utf-8")
+
+
+if __name__ == "__main__":
+    main()
