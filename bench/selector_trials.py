@@ -32,6 +32,7 @@ import numpy as np
 from sklearn.ensemble import HistGradientBoostingClassifier
 from sklearn.linear_model import LogisticRegression
 from sklearn.model_selection import GroupKFold
+from sklearn.neural_network import MLPClassifier
 from sklearn.preprocessing import StandardScaler
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
@@ -141,6 +142,33 @@ class Blend:
         return np.mean([m.score(x) for m in self.parts], axis=0)
 
 
+class Network:
+    """A small neural network (one hidden layer of 32), on standardised features, stopping early on a tenth."""
+
+    def fit(self, xs: list[np.ndarray], ys: list[np.ndarray]) -> Network:
+        x = np.vstack(xs)
+        self.scaler = StandardScaler().fit(x)
+        self.model = MLPClassifier(hidden_layer_sizes=(32,), alpha=1e-2, max_iter=200, early_stopping=True,
+                                   random_state=0).fit(self.scaler.transform(x), np.concatenate(ys))
+        return self
+
+    def score(self, x: np.ndarray) -> np.ndarray:
+        return self.model.predict_proba(self.scaler.transform(x))[:, 1]
+
+
+@functools.cache
+def _strongest() -> tuple[int, ...]:
+    """The shipped LR's ten features of largest weight."""
+    coef = load_selector(ts.ROOT / "src/dmlqa/query/selector.json").coef
+    return tuple(int(i) for i in np.argsort(-np.abs(coef))[:10])
+
+
+def _pairs(x: np.ndarray) -> np.ndarray:
+    """The features with the products of each pair of :func:`_strongest` (45 more columns)."""
+    top = _strongest()
+    return np.hstack([x, np.stack([x[:, i] * x[:, j] for a, i in enumerate(top) for j in top[a + 1:]], axis=1)])
+
+
 def _within_pool(x: np.ndarray) -> np.ndarray:
     """Every feature beside its z-score within the question's pool (a ranking's usual normalisation)."""
     sd = x.std(axis=0)
@@ -178,6 +206,8 @@ TRIALS: dict[str, tuple[Callable[[], object], Callable[[ts.Item, np.ndarray], np
     "lr-c0.03": (functools.partial(Logistic, 0.03), None, "both"),
     "lr-c1": (functools.partial(Logistic, 1.0), None, "both"),
     "lr-balanced": (functools.partial(Logistic, ts.C, "balanced"), None, "both"),
+    "network": (Network, None, "both"),
+    "pairs": (Logistic, lambda it, x: _pairs(x), "both"),
     "within-pool": (Logistic, lambda it, x: _within_pool(x), "both"),
     "doc-title": (Logistic, lambda it, x: np.hstack([x, _title_columns(it)]), "both"),
     "evidence-labels": (Logistic, None, "evidence"),
