@@ -116,7 +116,7 @@ def not_english(question: str, concept: Callable[[str], bool] = lambda word: Fal
              for w in found]
     words = [w for w in words if w.isalpha() and w.islower() and len(w) >= 2]
     if len(words) < 3:
-        return _short_and_foreign(question, found) or _asked_in_another_language(found, foreign_word)
+        return _short_and_foreign(question, found) or _asked_in_another_language(found)
     foreign = sum(1 if w.isascii() else 2 for w in words if foreign_word(w))
     if foreign >= len(words) / 2 and not any(w.lower() in _OPENERS for w in every):  # "Can ...", "How ..."
         return True
@@ -136,12 +136,10 @@ _ASKING = frozenset("wie warum weshalb wieso welche welcher welches wann woher w
                     "como onde quem qual quais porque waarom welke wanneer".split())
 
 
-def _asked_in_another_language(found: Sequence[_Word], foreign_word: Callable[[str], bool]) -> bool:
-    """Does a short question open with another language's word of asking, with a lower-case word beside it that is
-    neither English nor the index's ("Wie skaliert Horovod?")? Unaccented, too short for the identifier, it had
-    been refused as naming "skaliert". A name after the word ("Warum ZeRO?") is not enough."""
-    return bool(found) and found[0].text.lower() in _ASKING and any(
-        w.text.isalpha() and w.text.islower() and foreign_word(w.text) for w in found[1:])
+def _asked_in_another_language(found: Sequence[_Word]) -> bool:
+    """Does a short question open with another language's word of asking ("Wie skaliert Horovod?", "Warum ZeRO?")?
+    Unaccented and too short for the identifier, it had been refused as naming "skaliert" or "Warum ZeRO"."""
+    return bool(found) and found[0].text.lower() in _ASKING
 
 
 def _short_and_foreign(question: str, found: Sequence[_Word]) -> bool:
