@@ -343,11 +343,12 @@ def _mentioned(evidence: Evidence, name: str) -> bool:
     of several words, a name of its own, an acronym: "Colossal-AI" + "Torch FSDP")?"""
     version = evidence.version
     words = [w for w in name.split() if w]
-    if len(words) > 1 and (_SIZE.fullmatch(words[-1]) or _VERSION.fullmatch(words[-1])):
+    last = words[-1] if len(words) > 1 else ""
+    met = _size_met if _SIZE.fullmatch(last) else _release_met if _VERSION.fullmatch(last) else None
+    if met is not None:
         # "PyTorch DDP v1.5", "Megatron-Turing NLG 530B": the name, and its release or size in a passage that
         # speaks of it ("PyTorch v1.5")
-        met = _size_met if _SIZE.fullmatch(words[-1]) else _release_met
-        return _mentioned(evidence, " ".join(words[:-1])) and met(evidence, words[:-1], words[-1])
+        return _mentioned(evidence, " ".join(words[:-1])) and met(evidence, words[:-1], last)
 
     def word_known(w: str) -> bool:
         if not tokenize(w):
