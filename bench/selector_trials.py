@@ -37,7 +37,6 @@ from sklearn.preprocessing import StandardScaler
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 import train_selector as ts  # noqa: E402 - beside this script
-from question_adapter import adapted_cosines  # noqa: E402
 
 from dmlqa.api import KnowledgeBase  # noqa: E402
 from dmlqa.query.english import english_word  # noqa: E402
@@ -73,13 +72,9 @@ def prepare(kb: KnowledgeBase, cache: Path, out: Path) -> None:
     tuned = [it.vectors @ tuned_q[i] if len(it.pool.candidates) else np.zeros(0, np.float32)
              for i, it in enumerate(items)]
     base = [it.pool.features for it in items]
-    folds = []
-    for train, test in GroupKFold(n_splits=ts.FOLDS).split(np.zeros(len(items)), groups=[it.group for it in items]):
-        inner = ts.cross_fitted(items, list(train))
-        u, v = ts.fit_items([items[i] for i in train])
-        folds.append(({int(i): ts.with_asked(base[i], tuned[i], inner[i]) for i in train},
-                      {int(i): ts.with_asked(base[i], tuned[i], adapted_cosines(u, v, items[i].pool.qvec,
-                                                                                 items[i].vectors)) for i in test}))
+    folds = [ts.fold_features(items, base, tuned, train, test)
+             for train, test in GroupKFold(n_splits=ts.FOLDS).split(np.zeros(len(items)),
+                                                                    groups=[it.group for it in items])]
     whole = ts.cross_fitted(items, list(range(len(items))))
     shipped = load_selector(ts.ROOT / "src/dmlqa/query/selector.json")
     encoder = question_encoder(tuning, version.meta["encoder"], workdir)
@@ -250,13 +245,7 @@ def run(name: str, items: list[ts.Item], held: dict[str, list[ts.Item]], prepare
     shipped = load_selector(ts.ROOT / "src/dmlqa/query/selector.json")
     settings = [(shipped.add_above, shipped.max_words, shipped.read_on, shipped.diversity)]
     if grid:  # the setting train_selector.py's grid would choose for this model
-        table = {k: ts.evaluate(items, oof, k[0], refuse, k[1], k[2], topic_cut, k[3]) for k in
-                 [(a, w, r, d) for a in ts.ADD_GRID for w in ts.WORDS_GRID for r in ts.READ_ON_GRID
-                  for d in ts.DIVERSITY_GRID]}
-        ok = [k for k in table if table[k]["median_words"] <= ts.MAX_MEDIAN_WORDS]
-        top = max(table[k]["key_term_stated"] for k in ok)
-        settings.append(min((k for k in ok if table[k]["key_term_stated"] >= top - ts.ADD_TOLERANCE),
-                            key=lambda k: (k[1], -k[0], k[2], k[3])))
+        settings.append(ts.pick_setting(ts.settings_grid(items, oof, refuse, topic_cut)))
     rows = []
     for add_above, max_words, read_on, diversity in dict.fromkeys(settings):
         row: dict = {"trial": name, "add_above": add_above, "max_words": max_words, "read_on": read_on,

@@ -56,7 +56,7 @@ import sys
 import tempfile
 import time
 import unicodedata
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -341,6 +341,34 @@ def tuned_questions(kb: KnowledgeBase, items: list[Item], text: dict[str, str], 
     return out, tuning
 
 
+def fold_features(items: list[Item], base: list[np.ndarray], tuned: list[np.ndarray], train: Sequence[int],
+                  test: Sequence[int]) -> tuple[dict[int, np.ndarray], dict[int, np.ndarray]]:
+    """One cross-validation fold's feature matrices, by item: the training questions' with adapted cosines
+    cross-fitted within the fold (nested: the LR learns how far to trust them from questions their adapter did not
+    see), the test questions' with the adapter fitted on the whole training part."""
+    inner = cross_fitted(items, list(train))
+    u, v = fit_items([items[i] for i in train])
+    return ({int(i): with_asked(base[i], tuned[i], inner[i]) for i in train},
+            {int(i): with_asked(base[i], tuned[i], adapted_cosines(u, v, items[i].pool.qvec, items[i].vectors))
+             for i in test})
+
+
+def settings_grid(items: list[Item], scores: list[np.ndarray], refuse_below: float,
+                  topic_cut: float) -> dict[tuple, dict]:
+    """The answers' scores at every (add_above, max_words, read_on, diversity) of the grid."""
+    return {(a, w, r, d): evaluate(items, scores, a, refuse_below, w, r, topic_cut, d)
+            for a in ADD_GRID for w in WORDS_GRID for r in READ_ON_GRID for d in DIVERSITY_GRID}
+
+
+def pick_setting(grid: dict[tuple, dict]) -> tuple:
+    """The grid's choice: among the settings whose median answer is at most MAX_MEDIAN_WORDS, those stating a key
+    term within ADD_TOLERANCE of the best, the shortest budget, highest cut, least reading on and least diversity."""
+    ok = [k for k in grid if grid[k]["median_words"] <= MAX_MEDIAN_WORDS] or [(max(ADD_GRID), min(WORDS_GRID), 0, 0.0)]
+    top = max(grid[k]["key_term_stated"] for k in ok)
+    return min((k for k in ok if grid[k]["key_term_stated"] >= top - ADD_TOLERANCE),
+               key=lambda k: (k[1], -k[0], k[2], k[3]))
+
+
 def answer_text(it: Item, scores: np.ndarray, add_above: float, max_words: int,
                 read_on: int, diversity: float = 0.0) -> tuple[str, int, set[str]]:
     """The answer's text, its length in words and the (normalised) addresses it cites."""
@@ -491,22 +519,16 @@ def main() -> None:
     folds = list(GroupKFold(n_splits=FOLDS).split(np.zeros(len(items)), groups=groups))
     base = [it.pool.features for it in items]
     t0 = time.perf_counter()
-    for train, test in folds:  # nested: the LR's adapted features are cross-fitted within the training folds
-        inner = cross_fitted(items, list(train))
-        sel = fit([items[i] for i in train], [with_asked(base[i], tuned[i], inner[i]) for i in train])
-        u, v = fit_items([items[i] for i in train])
+    for train, test in folds:
+        xtrain, xtest = fold_features(items, base, tuned, train, test)
+        sel = fit([items[i] for i in train], [xtrain[i] for i in train])
         for i in test:
-            oof[i] = sel.scores(with_asked(base[i], tuned[i],
-                                           adapted_cosines(u, v, items[i].pool.qvec, items[i].vectors)))
+            oof[i] = sel.scores(xtest[i])
     print(f"cross-validated with question adapters ({time.perf_counter() - t0:.0f} s)", file=sys.stderr)
     topic_cut = off_topic_cut(items)
     refuse_below = refuse_cut(items, oof, topic_cut)
-    grid = {(a, w, r, d): evaluate(items, oof, a, refuse_below, w, r, topic_cut, d)
-            for a in ADD_GRID for w in WORDS_GRID for r in READ_ON_GRID for d in DIVERSITY_GRID}
-    ok = [k for k in grid if grid[k]["median_words"] <= MAX_MEDIAN_WORDS] or [(max(ADD_GRID), min(WORDS_GRID), 0, 0.0)]
-    top = max(grid[k]["key_term_stated"] for k in ok)
-    add_above, max_words, read_on, diversity = min(
-        (k for k in ok if grid[k]["key_term_stated"] >= top - ADD_TOLERANCE), key=lambda k: (k[1], -k[0], k[2], k[3]))
+    grid = settings_grid(items, oof, refuse_below, topic_cut)
+    add_above, max_words, read_on, diversity = pick_setting(grid)
 
     answerable = [it for it in items if it.q.get("answerable", True) and it.q.get("evidence")]
     answering = [it for it in items if _fits(it)]
