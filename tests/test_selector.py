@@ -33,7 +33,7 @@ from dmlqa.query.features import (
     standalone,
     title_like,
 )
-from dmlqa.query.quotes import choose, compose
+from dmlqa.query.quotes import asks_for_resource, choose, compose
 from dmlqa.query.selector import SelectorModelError, default_selector, load_selector
 from dmlqa.settings import BUNDLED_MODEL
 
@@ -395,6 +395,27 @@ def test_a_question_asking_which_resource_gets_the_sources_name_first() -> None:
     for q in ("Is there a way to simulate a cluster of edge devices on one machine?",
               "How does the framework simulate a cluster of edge devices?"):
         assert compose(cands, [hit], question=q)[0].startswith("Nerlnet simulates"), q
+
+
+def test_which_paper_is_answered_by_a_title_only_when_the_source_is_a_paper() -> None:
+    cands = _cands([(PROSE, "Enable virtual pipeline parallelism to reduce pipeline bubbles when PP is 2 or more.")])
+
+    def source(kind: str, title: str) -> Hit:
+        return Hit(rank=1, score=1.0, doc_id="d", url="https://x.org/d", title=title, page=None, section=None,
+                   text="", kind=kind)
+    readme = source("docs", "NVIDIA/Megatron-LM/megatron/core/transformer/moe/README.md")
+    paper = source("paper", "Efficient Large-Scale Language Model Training on GPU Clusters")
+    q = "Which papers reduce pipeline bubbles?"
+    assert compose(cands, [readme], question=q)[0].startswith("Enable virtual")  # a README's path names no paper
+    assert compose(cands, [paper], question=q)[0].startswith("Efficient Large-Scale Language Model Training on GPU "
+                                                              "Clusters [1]:")
+    # a framework may be named by its paper or its repository: either's title leads
+    for s in (readme, paper):
+        body = compose(cands, [s], question="Which framework reduces pipeline bubbles?")[0]
+        assert body == f"{s.title} [1]: {cands[0].text} [1]"
+    # "report" as what a paper does is no question asking for a report
+    assert not asks_for_resource("What speedup does Megatron-Turbo report for GPT-3 pretraining?")
+    assert asks_for_resource("Which tech report merges the all-to-all and ring approaches?")
 
 
 def test_a_sentence_the_previous_answer_quoted_goes_last() -> None:
