@@ -347,6 +347,42 @@ def test_html_code_blocks_are_fenced_and_their_comments_are_no_headings() -> Non
     assert [b.section for b in ex.blocks] == ["Ray Train with DeepSpeed"]
 
 
+#: A Sphinx page's numbered steps (horovod.readthedocs.io's pytorch.html): each step a list item holding its
+#: paragraphs and a code block, which trafilatura writes on one line with the item's text.
+STEPS_PAGE = """<html><head><title>Horovod with PyTorch</title></head><body><article>
+<h1>Horovod with PyTorch</h1>
+<p>To use Horovod with PyTorch, make the following modifications to your training script:</p>
+<ol class="arabic simple"><li><p>Run <span class="docutils literal">hvd.init()</span>.</p></li></ol>
+<ol class="arabic" start="2"><li><p>Pin each GPU to a single process.</p>
+<p>With the typical setup of one GPU per process, set this to <em>local rank</em>. The first process on the server
+will be allocated the first GPU, the second process will be allocated the second GPU, and so forth.</p>
+<pre class="code python literal-block"><code>if torch.cuda.is_available():
+    torch.cuda.set_device(hvd.local_rank())</code></pre></li></ol>
+<ol class="arabic" start="5"><li><p>Broadcast the initial variable states from rank 0 to all other processes:</p>
+<pre class="code python literal-block"><code>hvd.broadcast_parameters(model.state_dict(), root_rank=0)
+hvd.broadcast_optimizer_state(optimizer, root_rank=0)</code></pre>
+<p>This is necessary to ensure consistent initialization of all workers when training is started with random
+weights or restored from a checkpoint.</p></li></ol>
+<ol class="arabic" start="6"><li><p>Modify your code to save checkpoints only on worker 0 to prevent other
+workers from corrupting them.</p></li></ol>
+</article></body></html>"""
+
+
+def test_a_list_items_code_block_is_split_from_the_items_text() -> None:
+    lines = extract_bytes(STEPS_PAGE.encode(), "text/html", url="https://docs.example.org/pytorch.html").text.split("\n")
+    pin = next(i for i, line in enumerate(lines) if line.startswith("- Pin each GPU"))
+    assert lines[pin].endswith("and so forth.")  # not "... and so forth. if torch.cuda.is_available():"
+    assert lines[pin + 1:pin + 5] == ["```", "if torch.cuda.is_available():", "torch.cuda.set_device(hvd.local_rank())",
+                                      "```"]
+    cast = next(i for i, line in enumerate(lines) if line.startswith("- Broadcast"))
+    assert lines[cast] == "- Broadcast the initial variable states from rank 0 to all other processes:"
+    assert lines[cast + 1:cast + 5] == ["```", "hvd.broadcast_parameters(model.state_dict(), root_rank=0)",
+                                        "hvd.broadcast_optimizer_state(optimizer, root_rank=0)", "```"]
+    assert lines[cast + 5].startswith("This is necessary to ensure")
+    # code inline in an item's sentence stays in it
+    assert "- Run hvd.init()." in lines
+
+
 def test_markdown_code_keeps_its_fences() -> None:
     ex = extract_bytes(MARKDOWN.encode(), "text/markdown")
     setup = ex.blocks[1].text.split("\n")

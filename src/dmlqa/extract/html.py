@@ -243,17 +243,19 @@ def _html_blocks(text: str, body: lxml.etree._Element | None) -> list[Block]:
     heads: deque[str] = deque()
     code_lines: set[str] = set()
     block_lines: set[str] = set()  # the lines of code blocks (a <pre>), not of code inline in a sentence
+    ends: list[tuple[str, str]] = []  # each code block's first and last line
     if body is not None:
         heads.extend(h for h in (norm_space("".join(el.itertext())) for el in body.iter("head")) if h)
         for el in body.iter("code"):
-            lines = {norm_space(line) for line in "".join(el.itertext()).split("\n")}
-            code_lines.update(lines)
+            said = [n for n in (norm_space(line) for line in "".join(el.itertext()).split("\n")) if n]
+            code_lines.update(said)
             parent = el.getparent()
-            if len(lines - {""}) > 1 or parent is None or parent.tag not in _INLINE_PARENTS:
-                block_lines.update(lines)
-    block_lines.discard("")
+            if said and (len(said) > 1 or parent is None or parent.tag not in _INLINE_PARENTS):
+                block_lines.update(said)
+            if said and parent is not None and parent.tag == "item" and (len(said) > 1 or len(said[0]) >= _GLUED_CHARS):
+                ends.append((said[0], said[-1]))  # a list item's code block, which trafilatura writes on its line
     items: list[tuple[str, str | None]] = []
-    lines = text.split("\n")
+    lines = _unglued(text.split("\n"), block_lines, ends)
     code = _code_runs([norm_space(line) for line in lines], block_lines)
     fenced = False
     for line, in_code in zip(lines, code, strict=True):
@@ -294,6 +296,39 @@ def _html_blocks(text: str, body: lxml.etree._Element | None) -> list[Block]:
     if fenced:
         items.append((CODE_FENCE, None))
     return sectionize(items)
+
+
+#: A list item's one-line <code> shorter than this is code inline in its text ("Run hvd.init()."), not a block.
+_GLUED_CHARS = 40
+
+
+def _unglued(lines: list[str], block_lines: set[str], ends: list[tuple[str, str]]) -> list[str]:
+    """The text's lines, with a code block that trafilatura ran into the prose of its list item split off.
+
+    trafilatura writes a list item's paragraphs and code block on one line: "... and so forth. if
+    torch.cuda.is_available():" (the block's first line after the item's sentence), then its last line before
+    the next paragraph: "hvd.broadcast_optimizer_state(optimizer, root_rank=0) This is necessary to ...".
+    Glued, the code reads as part of a sentence and the block loses a line. A line that is no code line itself
+    is cut where it ends with a block's first line or opens with a block's last one."""
+    firsts = {first for first, _ in ends}
+    lasts = {last for _, last in ends}
+    if not firsts:
+        return lines
+    out: list[str] = []
+    for line in lines:
+        n = norm_space(line)
+        if not n or n in block_lines:
+            out.append(line)
+            continue
+        pieces = [n]
+        head = next((c for c in lasts if n.startswith(c + " ")), None)
+        if head is not None:
+            pieces = [head, n[len(head) + 1:]]
+        tail = next((c for c in firsts if pieces[-1].endswith(" " + c)), None)
+        if tail is not None:
+            pieces[-1:] = [pieces[-1][: -len(tail) - 1], tail]
+        out += pieces if len(pieces) > 1 else [line]
+    return out
 
 
 def _code_runs(lines: list[str], block_lines: set[str]) -> list[bool]:

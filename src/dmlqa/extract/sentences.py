@@ -486,6 +486,11 @@ def _print_stamp(text: str) -> bool:
     return ("/" in text or text.rstrip()[-1:].isdecimal()) and _PRINT_STAMP.search(text) is not None
 
 
+def _unbulleted(text: str, role: str) -> str:
+    """A list item's text without its bullet or number, which is layout, not letters or code."""
+    return ITEM_LINE.sub("", text, count=1) if role == ITEM else text
+
+
 def classify(text: str, role: str = PROSE, *, title: str = "") -> str:
     """The role of one sentence's text (``role`` is its layout role: prose or a list item)."""
     n = len(text)
@@ -511,7 +516,7 @@ def classify(text: str, role: str = PROSE, *, title: str = "") -> str:
         return CODE  # a directory tree drawn with box characters ("│ ├── distributed/"), a markdown code fence
     if not _markdown_row(text) and number_run(text):
         return FURNITURE  # a plot's ticks or a table's figures run into a line ("1 0.5 0 1 0.5 0 Prefill Load")
-    if _reads_as_code(text, words):
+    if _reads_as_code(_unbulleted(text, role), words):  # "- Run hvd.init()." is an item: the dash is no code
         return CODE
     if role == ITEM:
         return ITEM if n >= 12 and len(words) >= 2 else HEADING
