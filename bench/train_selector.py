@@ -69,7 +69,7 @@ from dmlqa.api import KnowledgeBase
 from dmlqa.index.embed import model_dir
 from dmlqa.query.answer import AskOptions, candidate_cosines, is_follow_up, retrieve
 from dmlqa.query.evaluate import answer_words, normalize_url
-from dmlqa.query.extractive import Candidate, Pool, asked_text, gather
+from dmlqa.query.extractive import Candidate, Pool, asked_text, gather, unindented
 from dmlqa.query.features import ASKED, FEATURES, asked_columns
 from dmlqa.query.names import unknown_names
 from dmlqa.query.quotes import choose, compose
@@ -157,7 +157,10 @@ class Item:
 def _neighbours(version):  # noqa: ANN001, ANN202 - IndexVersion
     def neighbour(c: Candidate, step: int) -> Candidate | None:
         s = version.sentence_by_ordinal(c.doc_id, c.ordinal + step)
-        return None if s is None else Candidate(c.hit, s.doc_id, s.ordinal, s.text, s.role, s.page, s.row, s.section)
+        if s is None:
+            return None
+        text, indent = unindented(s.text)
+        return Candidate(c.hit, s.doc_id, s.ordinal, text, s.role, s.page, s.row, s.section, indent)
     return neighbour
 
 

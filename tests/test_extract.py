@@ -339,8 +339,9 @@ def test_html_code_blocks_are_fenced_and_their_comments_are_no_headings() -> Non
     # the block's lines between two fences, its blank line kept inside; the prose around stays outside
     assert lines[opening + 1] == "def train_func():" and "```" in lines[opening + 2:]
     closing = opening + 1 + lines[opening + 1:].index("```")
-    assert "device = get_accelerator().device_name(model.local_rank)" in lines[opening:closing]
-    assert "# Define the GPU device for the current worker" in lines[opening:closing]
+    # the function's body keeps its indentation under its "def" line
+    assert "    device = get_accelerator().device_name(model.local_rank)" in lines[opening:closing]
+    assert "    # Define the GPU device for the current worker" in lines[opening:closing]
     assert lines[closing + 1].startswith("Then launch the trainer")
     # inline code stays in its sentence, unfenced; a comment in code opens no section
     assert any("with pip install deepspeed before" in line for line in lines[:opening])
@@ -372,8 +373,8 @@ def test_a_list_items_code_block_is_split_from_the_items_text() -> None:
     lines = extract_bytes(STEPS_PAGE.encode(), "text/html", url="https://docs.example.org/pytorch.html").text.split("\n")
     pin = next(i for i, line in enumerate(lines) if line.startswith("- Pin each GPU"))
     assert lines[pin].endswith("and so forth.")  # not "... and so forth. if torch.cuda.is_available():"
-    assert lines[pin + 1:pin + 5] == ["```", "if torch.cuda.is_available():", "torch.cuda.set_device(hvd.local_rank())",
-                                      "```"]
+    assert lines[pin + 1:pin + 5] == ["```", "if torch.cuda.is_available():",
+                                      "    torch.cuda.set_device(hvd.local_rank())", "```"]  # the if's body indented
     cast = next(i for i, line in enumerate(lines) if line.startswith("- Broadcast"))
     assert lines[cast] == "- Broadcast the initial variable states from rank 0 to all other processes:"
     assert lines[cast + 1:cast + 5] == ["```", "hvd.broadcast_parameters(model.state_dict(), root_rank=0)",

@@ -289,6 +289,39 @@ def test_fresh_build_answers_embedding_only_the_question(tmp_path) -> None:  # n
     assert seen == [[question]]  # the question, once; no sentence
 
 
+def test_quoted_code_keeps_its_indentation_from_page_to_answer(tmp_path) -> None:  # noqa: ANN001
+    """A code block's nesting is its meaning: a loop's body is quoted indented under the loop, the page's
+    indentation kept from extraction through the stored sentences to the answer's code block."""
+    from typer.testing import CliRunner
+
+    import dmlqa
+    from dmlqa.app.cli import app
+
+    runner = CliRunner()
+    home = tmp_path / "kb"
+    notes = tmp_path / "loop.md"
+    notes.write_text(
+        "# Training loop\n\nThe training loop with Horovod zeroes the gradients, runs the backward pass and "
+        "steps the wrapped optimizer for every batch of the sampler:\n\n```python\n"
+        "  for epoch in range(100):\n      for batch in loader:\n          optimizer.zero_grad()\n"
+        "          loss = model(batch).sum()\n          loss.backward()\n          optimizer.step()\n```\n\n"
+        "## Launch\n\nStart four processes with horovodrun -np 4 python train.py on one machine.\n",
+        encoding="utf-8")
+    assert runner.invoke(app, ["--home", str(home), "init"]).exit_code == 0
+    assert runner.invoke(app, ["--home", str(home), "add", str(notes)]).exit_code == 0
+    assert runner.invoke(app, ["--home", str(home), "build"]).exit_code == 0
+    kb = dmlqa.KnowledgeBase(home)
+    shown = kb.show(next(iter(kb.documents())), quote="optimizer.step()")
+    # the block's own two columns gone, the nesting kept; a quote of a code line is found in it
+    assert "\nfor epoch in range(100):\n    for batch in loader:\n        optimizer.zero_grad()\n" in shown.text
+    assert shown.quote_found
+    answer = kb.ask("How does the training loop with Horovod step the optimizer for every batch?", use_llm=False)
+    code = answer.answer.split("```")[1].split("\n")
+    assert "        optimizer.step()" in code or "        optimizer.zero_grad()" in code, answer.answer
+    assert all(line == line.lstrip() or line.startswith("    ") for line in code)
+    assert all(c.quote == c.quote.strip() for c in answer.citations)  # a quote is a sentence, not a column
+
+
 def test_a_paragraph_of_abbreviations_splits_in_linear_time() -> None:
     """200,000 characters of "et al." (no sentence ends there) once took minutes: each rejected
     boundary re-read the whole run before it. Now only the tail is read, so this is instant."""

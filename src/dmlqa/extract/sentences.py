@@ -58,12 +58,13 @@ class Sentence:
 
     Not frozen, like the other per-row records (:class:`~dmlqa.models.Chunk`, the segment rows): a frozen
     dataclass sets each field through ``object.__setattr__``, 2.9 µs a record against 0.6, and a build of 1M
-    passages makes some 20M of them. Nothing changes one once made."""
+    passages makes some 20M of them. Nothing changes one once made but a code line's
+    indentation, added when its role is settled (:func:`_indented`)."""
 
     doc_id: str
     start: int
     end: int
-    text: str  # whitespace collapsed, as quoted
+    text: str  # whitespace collapsed, as quoted; a code line keeps its indentation (:func:`_indented`)
     role: str
     page: int | None = None
     section: str | None = None
@@ -258,7 +259,21 @@ def split_document(doc: Document) -> list[Sentence]:
         offset += len(block.text) + len(BLOCK_SEPARATOR)
     if pdf:
         return sorted(out, key=lambda x: (x.start, x.role == ROW))  # a row after the sentence it is glued into
-    return _listings(_announced_snippets(_lead_ins(out, fences)), fences)
+    return _indented(doc.text, _listings(_announced_snippets(_lead_ins(out, fences)), fences))
+
+
+def _indented(text: str, out: list[Sentence]) -> list[Sentence]:
+    """A code line's text with the indentation its block gives it (:func:`~dmlqa.extract.text.clean_text`),
+    added once its role is settled (the roles read the line without it): an answer quotes a loop's body as a
+    body. Its vectors and BM25 terms are the same: neither reads spaces."""
+    for s in out:
+        if s.role in _CODE_ROLES and text[s.start:s.start + 1] == " ":
+            line = text[s.start:s.end]
+            s.text = line[: len(line) - len(line.lstrip(" "))] + s.text
+    return out
+
+
+_CODE_ROLES = (CODE, SNIPPET, LISTING)
 
 
 def _lead_ins(out: list[Sentence], fences: list[int]) -> list[Sentence]:

@@ -305,12 +305,39 @@ _ODD_SPACES = re.compile(r"[\t\u00a0\u1680\u2000-\u200a\u202f\u205f\u3000]")
 def clean_text(text: str) -> str:
     """Normalise text for indexing: NFC, ligatures expanded, mathematical letters written plain ("ℎ𝑝𝑍" is
     "hpZ"), invisible/control characters dropped, runs of spaces collapsed, lines stripped, at most one blank
-    line in a row."""
+    line in a row. A code block's lines (between ``` fences) keep their indentation beyond the block's own:
+    Python's nesting is its meaning, and an answer quotes the lines as the page shows them."""
     text = unicodedata.normalize("NFC", text.replace("\r\n", "\n").replace("\r", "\n"))
     text = _MATH_LETTERS.sub(lambda m: unicodedata.normalize("NFKC", m[0]), text)
     text = _INVISIBLE.sub("", text.translate(_LIGATURES))
+    if CODE_FENCE in text:
+        text = "\n".join(_code_indented(text.split("\n")))
     text = _ODD_SPACES.sub(" ", text)
     text = re.sub(r" {2,}", " ", text)
     text = re.sub(r" *\n *", "\n", text)
     text = re.sub(r"\n{3,}", "\n\n", text)
-    return text.strip()
+    return _INDENT_MARK.sub(lambda m: " " * len(m[0]), text.strip())
+
+
+#: Where :func:`_code_indented` keeps a code line's indentation from the collapsing of spaces: one mark (a
+#: private-use character, never in extracted text: :data:`_INVISIBLE` drops none of them, but no extractor
+#: writes them) per column, turned back into spaces last.
+_INDENT = "\ue000"
+_INDENT_MARK = re.compile(_INDENT + "+")
+
+
+def _code_indented(lines: list[str]) -> list[str]:
+    """The lines, each line of a fenced code block with its indentation (tabs as 4 columns, less the
+    block's least) written as :data:`_INDENT` marks; fences are paired as the sentence splitter pairs them."""
+    fences = [i for i, line in enumerate(lines) if line.lstrip().startswith(CODE_FENCE)]
+    for a, b in zip(fences[::2], fences[1::2], strict=False):
+        widths = {i: _indent_width(lines[i]) for i in range(a + 1, b) if lines[i].strip()}
+        least = min(widths.values(), default=0)
+        for i, width in widths.items():
+            lines[i] = _INDENT * (width - least) + lines[i].lstrip()
+    return lines
+
+
+def _indent_width(line: str) -> int:
+    head = line[: len(line) - len(line.lstrip())]
+    return len(head.expandtabs(4))

@@ -66,6 +66,7 @@ class Candidate:
     page: int | None
     row: int | None = None  # its row in the version's sentence vectors, when stored
     section: str | None = None
+    indent: int = 0  # a code line's indentation in its block: how an answer quotes it, not part of ``text``
 
 
 @dataclass
@@ -169,21 +170,35 @@ def _source_hit(version, doc_id: str, chunk: int, rank: int) -> Hit:  # noqa: AN
 
 class _Texts:
     """Sentence texts read on demand: a question ranks ~4,500 sentences by their vectors, and only those it
-    scores lexically, keeps or quotes with a neighbour need their texts (each read with its passage's body)."""
+    scores lexically, keeps or quotes with a neighbour need their texts (each read with its passage's body).
+    A code line's stored indentation is kept apart (:meth:`indent`): what is scored is its text."""
 
     def __init__(self, version) -> None:  # noqa: ANN001 - IndexVersion
         self._version = version
         self._texts: dict[int, str] = {}
+        self._indents: dict[int, int] = {}
 
     def read(self, places: Iterable) -> None:
         missing = [p for p in places if p.row not in self._texts]
         if missing:
-            self._texts.update(self._version.sentence_texts(missing))
+            for row, text in self._version.sentence_texts(missing).items():
+                self._texts[row], self._indents[row] = unindented(text)
+
+    def indent(self, place) -> int:  # noqa: ANN001 - SentencePlace
+        self[place]
+        return self._indents[place.row]
 
     def __getitem__(self, place) -> str:  # noqa: ANN001 - SentencePlace
         if place.row not in self._texts:
             self.read([place])
         return self._texts[place.row]
+
+
+def unindented(text: str) -> tuple[str, int]:
+    """A stored sentence's text and its indentation (a code line's columns in its block, kept by
+    :func:`dmlqa.extract.sentences.split_document`)."""
+    body = text.lstrip(" ")
+    return body, len(text) - len(body)
 
 
 def asked_text(question: str, previous: str | None = None) -> str:
@@ -283,7 +298,8 @@ def gather(searcher, version, question: str, hits: Sequence[Hit], options, *,  #
         d, p = owner(r), places[r]
         span = spans[d]
         first = r == span.start or places[r - 1].section != p.section
-        cands.append(Candidate(passage.get(r), d, p.ordinal, texts[p], p.role, p.page, p.row, p.section))
+        cands.append(Candidate(passage.get(r), d, p.ordinal, texts[p], p.role, p.page, p.row, p.section,
+                               texts.indent(p)))
         where.append(Place(p.role, passage.get(r), doc_rank[d], p.ordinal / (places[span.stop - 1].ordinal or 1),
                            first, d, p.ordinal))
 
@@ -302,11 +318,15 @@ def gather(searcher, version, question: str, hits: Sequence[Hit], options, *,  #
         if key not in near:
             p = by_key.get(key)
             if p is not None:
-                near[key] = Candidate(None, c.doc_id, p.ordinal, texts[p], p.role, p.page, p.row, p.section)
+                near[key] = Candidate(None, c.doc_id, p.ordinal, texts[p], p.role, p.page, p.row, p.section,
+                                      texts.indent(p))
             else:
                 s = version.sentence_by_ordinal(*key)
-                near[key] = None if s is None else Candidate(None, s.doc_id, s.ordinal, s.text, s.role, s.page,
-                                                             s.row, s.section)
+                if s is None:
+                    near[key] = None
+                else:
+                    text, indent = unindented(s.text)
+                    near[key] = Candidate(None, s.doc_id, s.ordinal, text, s.role, s.page, s.row, s.section, indent)
         n = near[key]
         return None if n is None else replace(n, hit=c.hit)
 

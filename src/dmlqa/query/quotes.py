@@ -467,7 +467,7 @@ def compose(chosen: Sequence[Candidate], hits: Sequence[Hit], *, question: str =
             if prev is not None and prev.doc_id == c.doc_id and c.ordinal - prev.ordinal > (
                     1 if prev.role in QUOTED_CODE else 2):  # the next line, or the first under the block's fence
                 code.append("…")  # lines of the listing between are left out
-            code.append(c.text)
+            code.append(" " * c.indent + c.text)  # a loop's body indented under it, as written
             continue
         text = for_answer(verbatim)
         if c.role in (PROSE, ITEM) and text.endswith(":") and not _announces_next(c, chosen[i + 1:i + 2]):
@@ -491,7 +491,8 @@ def compose(chosen: Sequence[Candidate], hits: Sequence[Hit], *, question: str =
         flush()
         parts.append(f"{text} [{numbers[key]}]")
     flush()
-    body = " ".join(parts).replace(" \n", "\n").replace("\n ", "\n").strip()
+    body = "".join(p if i == 0 or p.startswith("\n") or parts[i - 1].endswith("\n") else " " + p
+                   for i, p in enumerate(parts)).strip()  # a space between sentences, none at a line's ends
     citations: list[Citation] = []
     for (doc_id, page), n in numbers.items():
         h = by_doc[doc_id]
