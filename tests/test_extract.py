@@ -364,6 +364,8 @@ will be allocated the first GPU, the second process will be allocated the second
 hvd.broadcast_optimizer_state(optimizer, root_rank=0)</code></pre>
 <p>This is necessary to ensure consistent initialization of all workers when training is started with random
 weights or restored from a checkpoint.</p></li></ol>
+<ul><li><p>Install the horovod pip package.</p><p>To run on CPUs:</p><pre><code>$ pip install horovod</code></pre>
+<p>To run on GPUs with NCCL:</p><pre><code>$ HOROVOD_GPU_OPERATIONS=NCCL pip install horovod</code></pre></li></ul>
 <ol class="arabic" start="6"><li><p>Modify your code to save checkpoints only on worker 0 to prevent other
 workers from corrupting them.</p></li></ol>
 </article></body></html>"""
@@ -380,6 +382,10 @@ def test_a_list_items_code_block_is_split_from_the_items_text() -> None:
     assert lines[cast + 1:cast + 5] == ["```", "hvd.broadcast_parameters(model.state_dict(), root_rank=0)",
                                         "hvd.broadcast_optimizer_state(optimizer, root_rank=0)", "```"]
     assert lines[cast + 5].startswith("This is necessary to ensure")
+    # a one-line block between two of the item's paragraphs
+    pip = lines.index("- Install the horovod pip package. To run on CPUs:")
+    assert lines[pip + 1:pip + 7] == ["```", "$ pip install horovod", "```", "To run on GPUs with NCCL:", "```",
+                                      "$ HOROVOD_GPU_OPERATIONS=NCCL pip install horovod"]
     # code inline in an item's sentence stays in it
     assert "- Run hvd.init()." in lines
 

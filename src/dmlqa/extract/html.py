@@ -250,9 +250,10 @@ def _html_blocks(text: str, body: lxml.etree._Element | None) -> list[Block]:
             said = [n for n in (norm_space(line) for line in "".join(el.itertext()).split("\n")) if n]
             code_lines.update(said)
             parent = el.getparent()
-            if said and (len(said) > 1 or parent is None or parent.tag not in _INLINE_PARENTS):
+            in_item = said and parent is not None and parent.tag == "item" and _item_block(el, said)
+            if in_item or said and (len(said) > 1 or parent is None or parent.tag not in _INLINE_PARENTS):
                 block_lines.update(said)
-            if said and parent is not None and parent.tag == "item" and (len(said) > 1 or len(said[0]) >= _GLUED_CHARS):
+            if in_item:
                 ends.append((said[0], said[-1]))  # a list item's code block, which trafilatura writes on its line
     items: list[tuple[str, str | None]] = []
     lines = _unglued(text.split("\n"), block_lines, ends)
@@ -298,37 +299,43 @@ def _html_blocks(text: str, body: lxml.etree._Element | None) -> list[Block]:
     return sectionize(items)
 
 
-#: A list item's one-line <code> shorter than this is code inline in its text ("Run hvd.init()."), not a block.
-_GLUED_CHARS = 40
+def _item_block(el: lxml.etree._Element, said: list[str]) -> bool:
+    """Is a <code> right under a list item (in trafilatura's tree) a code block of its own, not code inline in
+    the item's text ("Run <code>hvd.init()</code>.")? Several lines, or one after a paragraph of the item with
+    no text after it ("To run on CPUs:" then "$ pip install horovod")."""
+    prev = el.getprevious()
+    return len(said) > 1 or prev is not None and prev.tag == "p" and not (el.tail or "").strip()
 
 
 def _unglued(lines: list[str], block_lines: set[str], ends: list[tuple[str, str]]) -> list[str]:
     """The text's lines, with a code block that trafilatura ran into the prose of its list item split off.
 
-    trafilatura writes a list item's paragraphs and code block on one line: "... and so forth. if
+    trafilatura writes a list item's paragraphs and code blocks on one line: "... and so forth. if
     torch.cuda.is_available():" (the block's first line after the item's sentence), then its last line before
-    the next paragraph: "hvd.broadcast_optimizer_state(optimizer, root_rank=0) This is necessary to ...".
-    Glued, the code reads as part of a sentence and the block loses a line. A line that is no code line itself
-    is cut where it ends with a block's first line or opens with a block's last one."""
-    firsts = {first for first, _ in ends}
-    lasts = {last for _, last in ends}
-    if not firsts:
+    the next paragraph: "hvd.broadcast_optimizer_state(optimizer, root_rank=0) This is necessary to ...", or a
+    one-line block between two: "To run on CPUs: $ pip install horovod To run on GPUs with NCCL: ...". Glued,
+    the code reads as part of a sentence and its block loses a line. A line that is no code line itself is cut
+    where such a block's first line ends it, its last line opens it, or a one-line block stands inside it."""
+    if not ends:
         return lines
     out: list[str] = []
     for line in lines:
         n = norm_space(line)
-        if not n or n in block_lines:
-            out.append(line)
-            continue
-        pieces = [n]
-        head = next((c for c in lasts if n.startswith(c + " ")), None)
-        if head is not None:
-            pieces = [head, n[len(head) + 1:]]
-        tail = next((c for c in firsts if pieces[-1].endswith(" " + c)), None)
-        if tail is not None:
-            pieces[-1:] = [pieces[-1][: -len(tail) - 1], tail]
+        pieces = _cut(n, ends) if n and n not in block_lines else [n]
         out += pieces if len(pieces) > 1 else [line]
     return out
+
+
+def _cut(n: str, ends: list[tuple[str, str]]) -> list[str]:
+    """``n`` in pieces at the code blocks of ``ends`` glued into it (:func:`_unglued`)."""
+    for first, last in ends:
+        if first == last and (at := n.find(" " + first + " ")) > 0:
+            return [*_cut(n[:at], ends), first, *_cut(n[at + len(first) + 2:], ends)]
+        if n.endswith(" " + first) and len(n) > len(first) + 1:
+            return [*_cut(n[: -len(first) - 1], ends), first]
+        if n.startswith(last + " ") and len(n) > len(last) + 1:
+            return [last, *_cut(n[len(last) + 1:], ends)]
+    return [n]
 
 
 def _code_runs(lines: list[str], block_lines: set[str]) -> list[bool]:
