@@ -311,31 +311,31 @@ def clean_text(text: str) -> str:
     text = _MATH_LETTERS.sub(lambda m: unicodedata.normalize("NFKC", m[0]), text)
     text = _INVISIBLE.sub("", text.translate(_LIGATURES))
     if CODE_FENCE in text:
-        text = "\n".join(_code_indented(text.split("\n")))
-    text = _ODD_SPACES.sub(" ", text)
-    text = re.sub(r" {2,}", " ", text)
-    text = re.sub(r" *\n *", "\n", text)
+        lines = text.split("\n")
+        indents = _code_indents(lines)
+        text = "\n".join(" " * indents.get(i, 0) + _one_line(line) for i, line in enumerate(lines))
+    else:  # the same, on the whole text at once
+        text = _ODD_SPACES.sub(" ", text)
+        text = re.sub(r" {2,}", " ", text)
+        text = re.sub(r" *\n *", "\n", text)
     text = re.sub(r"\n{3,}", "\n\n", text)
-    return _INDENT_MARK.sub(lambda m: " " * len(m[0]), text.strip())
+    return text.strip()
 
 
-#: Where :func:`_code_indented` keeps a code line's indentation from the collapsing of spaces: one mark (a
-#: private-use character, never in extracted text: :data:`_INVISIBLE` drops none of them, but no extractor
-#: writes them) per column, turned back into spaces last.
-_INDENT = "\ue000"
-_INDENT_MARK = re.compile(_INDENT + "+")
+def _one_line(line: str) -> str:
+    return re.sub(r" {2,}", " ", _ODD_SPACES.sub(" ", line)).strip(" ")
 
 
-def _code_indented(lines: list[str]) -> list[str]:
-    """The lines, each line of a fenced code block with its indentation (tabs as 4 columns, less the
-    block's least) written as :data:`_INDENT` marks; fences are paired as the sentence splitter pairs them."""
+def _code_indents(lines: list[str]) -> dict[int, int]:
+    """The indentation of each line of a fenced code block (tabs as 4 columns) less the block's least, by line
+    number; fences are paired as the sentence splitter pairs them."""
     fences = [i for i, line in enumerate(lines) if line.lstrip().startswith(CODE_FENCE)]
+    indents: dict[int, int] = {}
     for a, b in zip(fences[::2], fences[1::2], strict=False):
         widths = {i: _indent_width(lines[i]) for i in range(a + 1, b) if lines[i].strip()}
         least = min(widths.values(), default=0)
-        for i, width in widths.items():
-            lines[i] = _INDENT * (width - least) + lines[i].lstrip()
-    return lines
+        indents.update((i, width - least) for i, width in widths.items())
+    return indents
 
 
 def _indent_width(line: str) -> int:
