@@ -310,19 +310,15 @@ def clean_text(text: str) -> str:
     text = unicodedata.normalize("NFC", text.replace("\r\n", "\n").replace("\r", "\n"))
     text = _MATH_LETTERS.sub(lambda m: unicodedata.normalize("NFKC", m[0]), text)
     text = _INVISIBLE.sub("", text.translate(_LIGATURES))
-    if CODE_FENCE in text:
-        lines = text.split("\n")
-        indents = _code_indents(lines)
-        text = "\n".join(" " * indents.get(i, 0) + _one_line(line) for i, line in enumerate(lines))
-    else:  # the same, on the whole text at once
-        text = _ODD_SPACES.sub(" ", text)
-        text = re.sub(r" {2,}", " ", text)
-        text = re.sub(r" *\n *", "\n", text)
+    lines = text.split("\n")  # line by line (as fast as the whole text at once over the snapshot's 2.8 MB)
+    indents = _code_indents(lines)
+    text = "\n".join(" " * indents.get(i, 0) + _one_line(line) for i, line in enumerate(lines))
     text = re.sub(r"\n{3,}", "\n\n", text)
     return text.strip()
 
 
 def _one_line(line: str) -> str:
+    """A line with its odd spaces as spaces, runs of them as one, and no space at either end."""
     return re.sub(r" {2,}", " ", _ODD_SPACES.sub(" ", line)).strip(" ")
 
 
