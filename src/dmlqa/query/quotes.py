@@ -376,22 +376,27 @@ _ASKS_RESOURCE = re.compile(r"^\W*(?:which|what|(?:is|are) there (?:a|an|any)|wh
 
 def asks_for_resource(question: str) -> bool:
     """"Which paper/project/tool ...?", "Is there a library that ...?": the answer is a source's name, so the
-    answer leads with it. Not "What speedup does X report ...?": there "report" is what X does."""
+    answer leads with it."""
+    return _asked_resource(question) is not None
+
+
+def _asked_resource(question: str) -> str | None:
+    """The words asking for a source ("Which papers"), or None. Not "What speedup does X report ...?": there
+    "report" is what X does."""
     found = _ASKS_RESOURCE.search(question)
-    return found is not None and _ASKED_VERB.search(found.group(0)) is None
+    return found.group(0) if found is not None and _ASKED_VERB.search(found.group(0)) is None else None
 
 
 _ASKED_VERB = re.compile(r"\b(?:do|does|did)\b", re.I)
 _ASKS_PAPER = re.compile(r"\b(?:paper|report)s?\W*$", re.I)
 
 
-def asked_kind_fits(question: str, kind: str) -> bool:
-    """Is a source of this ``kind`` (:attr:`dmlqa.models.Hit.kind`) what a question asking for a source wants,
+def _asked_kind_fits(asked: str, kind: str) -> bool:
+    """Is a source of this ``kind`` (:attr:`dmlqa.models.Hit.kind`) what ``asked`` (:func:`_asked_resource`) wants,
     so that its title answers it? A paper for "which paper ...?": not a README found by its path, or a list of
     links whose entry names the paper (the entry says the name). Anything for "which framework/system/method
     ...?": a paper names one as well as a repository does."""
-    found = _ASKS_RESOURCE.search(question)
-    return found is None or _ASKS_PAPER.search(found.group(0)) is None or kind == "paper"
+    return _ASKS_PAPER.search(asked) is None or kind == "paper"
 
 
 def _display_title(title: str) -> str:
@@ -441,7 +446,8 @@ def compose(chosen: Sequence[Candidate], hits: Sequence[Hit], *, question: str =
             parts.append("\n```\n" + "\n".join(code) + "\n```\n")
             code.clear()
 
-    if chosen and asks_for_resource(question) and asked_kind_fits(question, by_doc[chosen[0].doc_id].kind):
+    asked = _asked_resource(question)
+    if chosen and asked is not None and _asked_kind_fits(asked, by_doc[chosen[0].doc_id].kind):
         top = chosen[0]
         numbers[(top.doc_id, top.page)] = 1
         parts.append(f"{_display_title(by_doc[top.doc_id].title)} [1]:")
