@@ -250,7 +250,7 @@ def _html_blocks(text: str, body: lxml.etree._Element | None) -> list[Block]:
             said = [n for n in (norm_space(line) for line in "".join(el.itertext()).split("\n")) if n]
             code_lines.update(said)
             parent = el.getparent()
-            in_item = said and parent is not None and parent.tag == "item" and _item_block(el, said)
+            in_item = bool(said) and parent is not None and parent.tag == "item" and _item_block(el, said)
             if in_item or said and (len(said) > 1 or parent is None or parent.tag not in _INLINE_PARENTS):
                 block_lines.update(said)
             if in_item:
