@@ -1,11 +1,14 @@
 """Benchmark: CPU seconds (this process and its children) that hostile inputs cost (issue 19, item 5).
 
-    .venv/bin/python bench/hostile_inputs.py [--tables 30000] [--anchors 20000] [--limit 60]
+    .venv/bin/python bench/hostile_inputs.py [--tables 30000] [--anchors 20000] [--steps 4000] [--limit 60]
 
 - a markdown list with ``--anchors`` unclosed ``<a href>`` tags, through ``parse_list`` (target: ≤ 2 s);
 - a page of ``--tables`` one-cell tables, through extraction under the build's time limit (the
   ``--limit`` seconds, in the child process a build uses), with the page's text or the failure reason
-  (target: ≤ 30 s). The cells hold random letters so the page is not refused as one repeated pattern.
+  (target: ≤ 30 s). The cells hold random letters so the page is not refused as one repeated pattern;
+- a page of ``--steps`` list items, each a paragraph, a one-line code block and a paragraph, which trafilatura
+  writes on one line and extraction cuts apart again (``dmlqa.extract.html._unglued``), in this process: its CPU
+  seconds should grow with the page, not with its square.
 Prints one line per case; timings vary with the machine's load.
 """
 
@@ -19,6 +22,7 @@ import time
 from dmlqa.catalog.lists import parse_list
 from dmlqa.errors import ExtractError
 from dmlqa.extract.documents import extract_bytes
+from dmlqa.extract.html import extract_html
 from dmlqa.extract.worker import TimedExtractor
 
 
@@ -35,6 +39,7 @@ def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--anchors", type=int, default=20_000)
     ap.add_argument("--tables", type=int, default=30_000)
+    ap.add_argument("--steps", type=int, default=4_000)
     ap.add_argument("--limit", type=float, default=60.0, help="extraction time limit, seconds")
     args = ap.parse_args()
 
@@ -62,6 +67,16 @@ def main() -> None:
             outcome = f"failed: {exc.reason}"
     print(f"extraction, {args.tables:,} one-cell tables ({len(page):,} bytes, limit {args.limit:g} s): "
           f"{cpu_seconds() - t0:.2f} CPU s incl. the child, {time.monotonic() - w0:.1f} s wall; {outcome}")
+
+    for n in (args.steps // 4, args.steps):
+        steps = "".join(f"<li><p>Step {i} runs the tool:</p><pre><code>$ tool{i} --flag {i}</code></pre>"
+                        f"<p>Then step {i} ends.</p></li>" for i in range(n))
+        t0 = cpu_seconds()
+        got = extract_html(f"<html><body><article><ul>{steps}</ul></article></body></html>".encode(),
+                           url="https://example.org/steps")
+        fenced = sum(b.text.count("```") for b in got.blocks) // 2
+        print(f"extraction, {n:,} list items with a code block each: {cpu_seconds() - t0:.2f} CPU s, "
+              f"{fenced:,} blocks fenced")
 
 
 if __name__ == "__main__":

@@ -12,6 +12,7 @@ import logging
 import re
 from collections import deque
 from collections.abc import Iterable
+from typing import NamedTuple
 
 import lxml.etree
 import lxml.html
@@ -307,6 +308,42 @@ def _item_block(el: lxml.etree._Element, said: list[str]) -> bool:
     return len(said) > 1 or prev is not None and prev.tag == "p" and not (el.tail or "").strip()
 
 
+#: A code block glued into its item's line is looked for among at most this many blocks whose lines open or end
+#: on the same two words: the lookup stays linear in the page's words on a page of thousands of alike blocks
+#: ("$ tool --flag 1", "$ tool --flag 2", ...), where trying every block on every line took 15 s at 4,000.
+GLUED_CANDIDATES = 32
+
+
+class _Glued(NamedTuple):
+    """The code blocks of a page's list items, by the two words (one, for a line of one) that a glued line shows
+    of each (:func:`_unglued`)."""
+
+    tails: dict[str, list[str]]  # a block's first line, by its last words: it ends a glued line
+    heads: dict[str, list[str]]  # a block's last line, by its first words: it opens a glued line
+    singles: dict[str, list[str]]  # a one-line block, by its first words: it stands inside a glued line
+
+
+def _glued_index(ends: list[tuple[str, str]]) -> _Glued:
+    index = _Glued({}, {}, {})
+
+    def keep(found: dict[str, list[str]], key: str, line: str) -> None:
+        kept = found.setdefault(key, [])
+        if len(kept) < GLUED_CANDIDATES:
+            kept.append(line)
+    for first, last in dict.fromkeys(ends):
+        keep(index.tails, " ".join(first.split(" ")[-2:]), first)
+        keep(index.heads, " ".join(last.split(" ")[:2]), last)
+        if first == last:
+            keep(index.singles, " ".join(first.split(" ")[:2]), first)
+    return index
+
+
+def _keyed(found: dict[str, list[str]], pair: list[str], one: str) -> list[str]:
+    """The lines of ``found`` keyed by the two words ``pair`` of a glued line, or by ``one`` of them alone (a
+    block's line of one word)."""
+    return found.get(" ".join(pair), []) + (found.get(one, []) if len(pair) > 1 else [])
+
+
 def _unglued(lines: list[str], block_lines: set[str], ends: list[tuple[str, str]]) -> list[str]:
     """The text's lines, with a code block that trafilatura ran into the prose of its list item split off.
 
@@ -315,26 +352,34 @@ def _unglued(lines: list[str], block_lines: set[str], ends: list[tuple[str, str]
     the next paragraph: "hvd.broadcast_optimizer_state(optimizer, root_rank=0) This is necessary to ...", or a
     one-line block between two: "To run on CPUs: $ pip install horovod To run on GPUs with NCCL: ...". Glued,
     the code reads as part of a sentence and its block loses a line. A line that is no code line itself is cut
-    where such a block's first line ends it, its last line opens it, or a one-line block stands inside it."""
+    where a one-line block stands inside it, a block's first line ends it, or its last line opens it."""
     if not ends:
         return lines
+    index = _glued_index(ends)
     out: list[str] = []
     for line in lines:
         n = norm_space(line)
-        pieces = _cut(n, ends) if n and n not in block_lines else [n]
+        pieces = _cut(n, index) if n and n not in block_lines else [n]
         out += pieces if len(pieces) > 1 else [line]
     return out
 
 
-def _cut(n: str, ends: list[tuple[str, str]]) -> list[str]:
-    """``n`` in pieces at the code blocks of ``ends`` glued into it (:func:`_unglued`)."""
-    for first, last in ends:
-        if first == last and (at := n.find(" " + first + " ")) > 0:
-            return [*_cut(n[:at], ends), first, *_cut(n[at + len(first) + 2:], ends)]
+def _cut(n: str, index: _Glued) -> list[str]:
+    """``n`` in pieces at the code blocks of ``index`` glued into it (:func:`_unglued`)."""
+    words = n.split(" ")
+    at = len(words[0]) + 1
+    for k in range(1, len(words)):  # a one-line block between two of the item's paragraphs
+        for single in _keyed(index.singles, words[k:k + 2], words[k]):
+            end = at + len(single)
+            if n.startswith(single, at) and n[end:end + 1] == " ":
+                return [*_cut(n[: at - 1], index), single, *_cut(n[end + 1:], index)]
+        at += len(words[k]) + 1
+    for first in _keyed(index.tails, words[-2:], words[-1]):
         if n.endswith(" " + first) and len(n) > len(first) + 1:
-            return [*_cut(n[: -len(first) - 1], ends), first]
+            return [*_cut(n[: -len(first) - 1], index), first]
+    for last in _keyed(index.heads, words[:2], words[0]):
         if n.startswith(last + " ") and len(n) > len(last) + 1:
-            return [last, *_cut(n[len(last) + 1:], ends)]
+            return [last, *_cut(n[len(last) + 1:], index)]
     return [n]
 
 
