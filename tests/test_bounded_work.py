@@ -131,7 +131,7 @@ def steps_page(commands: list[str]) -> bytes:
 def test_thousands_of_list_items_with_code_are_cut_apart_and_lose_nothing() -> None:
     """Each block glued into its item's line is found through an index, not by trying every block on every line
     (15 s at 4,000 items; ``bench/hostile_inputs.py --steps`` measures it)."""
-    n = 2_000
+    n = 3_000
     commands = [f"$ tool{i} --flag {i}" for i in range(n)]
     lines = extract_html(steps_page(commands), url="https://example.org/steps").blocks[0].text.split("\n")
     assert [lines[lines.index(c) - 1:lines.index(c) + 2] for c in commands] == [["```", c, "```"] for c in commands]
@@ -141,6 +141,11 @@ def test_thousands_of_list_items_with_code_are_cut_apart_and_lose_nothing() -> N
     lines = extract_html(steps_page(alike), url="https://example.org/alike").blocks[0].text.split("\n")
     assert [c for c in alike if c in lines] == alike[:GLUED_CANDIDATES]
     assert all(any(f"runs: {c} Step" in line for line in lines) for c in alike[GLUED_CANDIDATES:])
+    # one item of 3,000 paragraphs and blocks, all on one line of trafilatura's (cut by a recursion, it overflowed)
+    inner = "".join(f"<p>Step {i} runs:</p><pre><code>{c}</code></pre>" for i, c in enumerate(commands))
+    page = f"<html><body><article><h1>Steps</h1><ul><li>{inner}<p>Done.</p></li></ul></article></body></html>"
+    lines = extract_html(page.encode(), url="https://example.org/one").blocks[0].text.split("\n")
+    assert [c for c in commands if c in lines] == commands and lines[-1] == "Done."
 
 
 def good_page(topic: str) -> bytes:

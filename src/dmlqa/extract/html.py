@@ -365,22 +365,36 @@ def _unglued(lines: list[str], block_lines: set[str], ends: list[tuple[str, str]
 
 
 def _cut(n: str, index: _Glued) -> list[str]:
-    """``n`` in pieces at the code blocks of ``index`` glued into it (:func:`_unglued`)."""
+    """``n`` in pieces at the code blocks of ``index`` glued into it (:func:`_unglued`), left to right: the
+    one-line blocks standing in it, then, in each piece of prose between them, a block's last line opening it
+    and a block's first line ending it. A loop, not a recursion: one item may hold thousands of blocks."""
+    pieces: list[str] = []
     words = n.split(" ")
-    at = len(words[0]) + 1
-    for k in range(1, len(words)):  # a one-line block between two of the item's paragraphs
-        for single in _keyed(index.singles, words[k:k + 2], words[k]):
-            end = at + len(single)
-            if n.startswith(single, at) and n[end:end + 1] == " ":
-                return [*_cut(n[: at - 1], index), single, *_cut(n[end + 1:], index)]
-        at += len(words[k]) + 1
-    for first in _keyed(index.tails, words[-2:], words[-1]):
-        if n.endswith(" " + first) and len(n) > len(first) + 1:
-            return [*_cut(n[: -len(first) - 1], index), first]
-    for last in _keyed(index.heads, words[:2], words[0]):
-        if n.startswith(last + " ") and len(n) > len(last) + 1:
-            return [last, *_cut(n[len(last) + 1:], index)]
-    return [n]
+    start = at = 0  # where the prose piece being read begins, and the word being read
+    for k, w in enumerate(words):
+        if at >= start:
+            single = next((c for c in _keyed(index.singles, words[k:k + 2], w)
+                           if n.startswith(c, at) and n[at + len(c):at + len(c) + 1] in ("", " ")), None)
+            if single is not None:
+                pieces += [*_ends_cut(n[start:at - 1], index), single] if at > start else [single]
+                start = at + len(single) + 1
+        at += len(w) + 1
+    return pieces + _ends_cut(n[start:], index) if start < len(n) else pieces
+
+
+def _ends_cut(piece: str, index: _Glued) -> list[str]:
+    """A piece of prose with a block's last line cut from its start and a block's first line from its end."""
+    out: list[str] = []
+    words = piece.split(" ")
+    last = next((c for c in _keyed(index.heads, words[:2], words[0]) if piece.startswith(c + " ")), None)
+    if last is not None:
+        out.append(last)
+        piece = piece[len(last) + 1:]
+        words = piece.split(" ")
+    first = next((c for c in _keyed(index.tails, words[-2:], words[-1]) if piece.endswith(" " + c)), None)
+    if first is not None:
+        return [*out, piece[: -len(first) - 1], first]
+    return [*out, piece]
 
 
 def _code_runs(lines: list[str], block_lines: set[str]) -> list[bool]:
