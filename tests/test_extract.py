@@ -23,7 +23,8 @@ from dmlqa.catalog.lists import parse_list
 from dmlqa.catalog.urls import url_title
 from dmlqa.errors import ExtractError
 from dmlqa.extract.documents import catalog_card, extract_bytes, extract_file, to_document
-from dmlqa.extract.pdf import dehyphenate
+from dmlqa.extract.pdf import dehyphenate, join_page_breaks
+from dmlqa.extract.sentences import split_document
 from dmlqa.extract.text import Extracted, clean_text, decode_text
 from dmlqa.models import BLOCK_SEPARATOR, Block, Resource
 
@@ -209,6 +210,46 @@ def test_pdf_line_end_hyphenation_is_repaired() -> None:
     assert dehyphenate("traverse it column-by-\ncolumn, the state-of-the-\nart way, a paral-\nlel one") == (
         "traverse it column-by-column, the state-of-the-art way, a parallel one"
     )
+
+
+def test_pdf_sentence_over_a_page_break_is_one_sentence_cited_at_its_first_page() -> None:
+    """The page break cut "... are communicated to" / "servers as soon as ..." into two fragments."""
+    footer = "Proceedings of the Example Systems Conference {}"
+    pages = [
+        prose(12, 0) + "\nUsing wait-free back propagation, weight gradients are communicated to\n"
+        + footer.format(551) + "\n1",
+        "servers as soon as they are computed, rather than waiting for all layers. Pipeline paral-\n"
+        + footer.format(552),
+        "lelism also requires its stages to be balanced. Then more.\n" + prose(8, 1) + " We then turn to what",
+        "4 Evaluation\nwe measure it again, on more machines. " + prose(8, 2),
+    ]
+    url = "https://arxiv.org/pdf/2"
+    doc = to_document(Resource(id="p", url=url, title="A paper", kind="paper"),
+                      extract_bytes(build_pdf(pages), "application/pdf"), source_url=url, sha256="0" * 64)
+    sentences = {s.text: s.page for s in split_document(doc)}
+    assert sentences["Using wait-free back propagation, weight gradients are communicated to servers as soon as "
+                     "they are computed, rather than waiting for all layers."] == 1
+    # the running footer between the parts is dropped, the hyphen broken over the page repaired
+    assert sentences["Pipeline parallelism also requires its stages to be balanced."] == 2
+    assert sentences["Then more."] == 3
+    assert not any("Example Systems Conference" in text for text in sentences)
+    # a next page that opens with a heading is no continuation; its own sentences stay on it
+    assert [page for text, page in sentences.items() if "Evaluation" in text or "measure it again" in text] == [4]
+    assert sentences["We then turn to what"] == 3
+
+
+def test_page_break_join_leaves_figure_labels_stamps_and_long_runs_alone() -> None:
+    unjoined = [
+        (1, "A backward pathway can be constructed by traversing\n2"), (2, "fullc-forward\nsigmoid-forward\nAnd so."),
+        (3, "see the address below for the data\nhttp://example.org/data.html"),
+        (4, "encountered first is kept. Then."),
+        (5, "which is the case when the text goes on without"),
+        (6, "any\nend\nof\nits\nsentence for more than four lines. Done."),
+    ]
+    assert join_page_breaks(unjoined) == unjoined
+    # pages apart (a page between them unreadable) are not joined either
+    assert join_page_breaks([(1, "the sentence goes on to"), (3, "the next readable page. Yes.")]) == [
+        (1, "the sentence goes on to"), (3, "the next readable page. Yes.")]
 
 
 def test_corrupt_pdf_is_an_error() -> None:

@@ -77,6 +77,7 @@ def extract_pdf(body: bytes, *, url: str = "") -> Extracted:
     if errors:
         log.info("%s: %d of %d PDF pages unreadable (%s)", url, len(errors), n_pages, errors[0])
 
+    raw = join_page_breaks(raw)
     vocabulary = _hyphenated_vocabulary(t for _, t in raw)
     tables = pdf_tables(body, [(number, t) for number, t in raw if TABLE_CAPTION.search(t)], url=url)
     blocks = []
@@ -205,6 +206,70 @@ def _pdf_metadata(reader: PdfReader) -> tuple[str | None, tuple[str, ...], str |
         created.date().isoformat() if created else None,
         software,
     )
+
+
+#: A line that is only a page number (the page's foot).
+_PAGE_NUMBER_LINE = re.compile(r"\s*\d{1,4}\s*")
+#: A line that stops inside a sentence: a word of three words or more ending in a letter, a comma or a hyphen.
+_STOPS_MID_SENTENCE = re.compile(r"\S+\s+\S+\s+.*[a-z,;-]\Z|\S*[a-z]-\Z")
+#: Where a sentence ends: a full stop, ! or ? (closing quote or bracket allowed), then a capital or the line's end.
+_SENTENCE_END = re.compile(r"[.!?][\"”’)\]]?(?=\s+[A-Z(\[]|\s*$)", re.MULTILINE)
+#: The most lines of the next page that the end of a sentence begun on a page may take.
+CONTINUATION_LINES = 4
+
+
+def join_page_breaks(pages: list[tuple[int, str]]) -> list[tuple[int, str]]:
+    """Move the rest of a sentence that runs over a page break back onto the page it begins on.
+
+    Each page is a block, and sentences are split within blocks, so a sentence the page break cuts
+    ("... weight gradients are communicated to" / "servers as soon as they are computed, ...") became two
+    fragments, neither quotable. When a page's last line stops inside a sentence (a page number below it is
+    dropped) and the next page goes on in lower case to a sentence end within its first
+    :data:`CONTINUATION_LINES` lines, those words move up: the sentence is cited at the page it begins on.
+    A running head or footer between the two parts is dropped with the page number. A page that ends in a
+    stamp or an address, or a next page that opens with a heading, a figure's labels or a table, is left as
+    it is.
+    """
+    out = list(pages)
+    running = _running_lines(text for _, text in pages)
+    for i in range(len(out) - 1):
+        (number, text), (following, after) = out[i], out[i + 1]
+        if following != number + 1:
+            continue
+        lines = text.rstrip().split("\n")
+        while len(lines) > 1 and (_PAGE_NUMBER_LINE.fullmatch(lines[-1]) or _unnumbered(lines[-1]) in running):
+            lines.pop()
+        if not _STOPS_MID_SENTENCE.search(lines[-1].rstrip()):
+            continue
+        rest = after.lstrip("\n").split("\n")
+        while len(rest) > 1 and (_PAGE_NUMBER_LINE.fullmatch(rest[0]) or _unnumbered(rest[0]) in running):
+            rest.pop(0)
+        head = rest[0].strip()
+        if not head[:1].islower() or not (lines[-1].rstrip().endswith("-") or len(head.split()) >= 3):
+            continue
+        taken = "\n".join(rest[:CONTINUATION_LINES])
+        end = _SENTENCE_END.search(taken)
+        if end is None:
+            continue
+        moved, left = taken[: end.end()], taken[end.end():].lstrip(" ")
+        out[i] = (number, "\n".join([*lines[:-1], lines[-1].rstrip(), moved]))
+        out[i + 1] = (following, "\n".join([left, *rest[CONTINUATION_LINES:]]).lstrip("\n"))
+    return out
+
+
+def _unnumbered(line: str) -> str:
+    return " ".join(re.sub(r"\d+", " ", line).split())
+
+
+def _running_lines(texts: Iterable[str]) -> set[str]:
+    """Lines that stand on more than one page once their numbers are taken out: running heads and footers
+    ("2021 USENIX Annual Technical Conference 551"), which may sit between a sentence and its rest."""
+    seen: dict[str, int] = {}
+    for text in texts:
+        for line in {_unnumbered(x) for x in text.split("\n")}:
+            if len(line) >= 10:
+                seen[line] = seen.get(line, 0) + 1
+    return {line for line, n in seen.items() if n > 1}
 
 
 _WORDS = re.compile(r"\w+(?:-\w+)*")
