@@ -534,7 +534,14 @@ def test_a_sentence_pointing_elsewhere_is_marked_so_the_model_can_weigh_it() -> 
     assert points_away("A sample config file is shown below.")  # announces code: the weight, not a rule, decides
     assert not points_away("Sequence parallelism partitions along the sequence dimension.")  # says what it is
     assert not points_away("See Section 5 for details on selective activation recomputation.")  # a paper's outline
-    assert not points_away("The results are shown in Figure 3.")  # a legend's job is furniture's
+    # what a figure or table holds is not in the text; that something is so, as a figure shows, is
+    assert points_away("The results are shown in Figure 3.")
+    assert points_away("Figure 7 shows the results of this benchmark.")
+    assert points_away("Table 6 presents throughput in FLOPS on 64K, 80K and 120K.")
+    assert points_away("Figures 5 and 6 compare the strategies.") and points_away("Fig. 10(b) plots the latency.")
+    assert not points_away("Figure 8 shows that ZeRO-Offload outperforms L2L by 14% on average.")
+    assert not points_away("As Figure 3 shows, DTR comes close to the optimal solutions.")
+    assert not points_away("The speedups shown in Figure 3 reach 2.3x for all models.")
     row = feature_matrix(QuestionFacts({"exampl": 1.0}, frozenset(), frozenset()),
                          ["More details can be found here."], [Place(PROSE, 0, 0, 0.5, False)], np.array([0.5]))
     assert row[0, FEATURES.index("points_away")] == 1.0
