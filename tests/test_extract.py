@@ -23,7 +23,7 @@ from dmlqa.catalog.lists import parse_list
 from dmlqa.catalog.urls import url_title
 from dmlqa.errors import ExtractError
 from dmlqa.extract.documents import catalog_card, extract_bytes, extract_file, to_document
-from dmlqa.extract.pdf import dehyphenate, join_page_breaks
+from dmlqa.extract.pdf import dehyphenate, footnotes_apart, join_page_breaks
 from dmlqa.extract.sentences import split_document
 from dmlqa.extract.text import Extracted, clean_text, decode_text
 from dmlqa.models import BLOCK_SEPARATOR, Block, Resource
@@ -236,6 +236,32 @@ def test_pdf_sentence_over_a_page_break_is_one_sentence_cited_at_its_first_page(
     # a next page that opens with a heading is no continuation; its own sentences stay on it
     assert [page for text, page in sentences.items() if "Evaluation" in text or "measure it again" in text] == [4]
     assert sentences["We then turn to what"] == 3
+
+
+def test_pdf_footnote_is_taken_out_from_between_a_sentence_and_its_rest() -> None:
+    """The text layer sets a footnote at its column's foot, inside the sentence the column breaks."""
+    pages = [
+        prose(10, 0) + "\nAdditionally, micro-batch splitting requires complicated strategies to support layers that"
+        "\n3One possible way around this limitation is splitting a single matrix-multiplication into smaller"
+        "\nones and spreading them across layers.\nrequire statistics over the whole minibatch. Then 16GB on the"
+        "\n16GB V100 hold it.\n4Note that the second note runs on",
+        "and on. Which one.",
+    ]
+    url = "https://arxiv.org/pdf/3"
+    doc = to_document(Resource(id="p", url=url, title="A paper", kind="paper"),
+                      extract_bytes(build_pdf(pages), "application/pdf"), source_url=url, sha256="0" * 64)
+    sentences = {s.text: s.page for s in split_document(doc)}
+    assert [b.section for b in doc.blocks] == [None, "Footnotes", None]
+    assert sentences["Additionally, micro-batch splitting requires complicated strategies to support layers that "
+                     "require statistics over the whole minibatch."] == 1
+    assert sentences["One possible way around this limitation is splitting a single matrix-multiplication into "
+                     "smaller ones and spreading them across layers."] == 1
+    # a line opening with a size is no footnote; a "note" whose sentence runs past the page is none either
+    assert sentences["Then 16GB on the 16GB V100 hold it."] == 1
+    assert sentences["4Note that the second note runs on and on."] == 1
+    assert footnotes_apart("body\n1We count a layer as one.\n2And this one\ngoes on.\nrest") == (
+        "body\nrest", "We count a layer as one.\nAnd this one\ngoes on.")
+    assert footnotes_apart("3One line first: no body before it.") == ("3One line first: no body before it.", "")
 
 
 def test_page_break_join_leaves_figure_labels_stamps_and_long_runs_alone() -> None:

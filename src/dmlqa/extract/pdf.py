@@ -12,6 +12,9 @@ Every way a PDF can be unusable becomes an :class:`~dmlqa.errors.ExtractError` w
 pypdf raises plain ``ValueError``/``KeyError``/... on damaged files, so its calls are wrapped per
 document and per page, and a page that fails is skipped while the others are kept.
 
+A page's footnotes become a block after its text (:func:`footnotes_apart`), and a sentence the page break cuts
+is read whole on the page it begins on (:func:`join_page_breaks`).
+
 Tables (:mod:`dmlqa.extract.tables`) become extra blocks after their page's text, one line per data
 row with its headers, so that a measured figure can be quoted with what it measures.
 """
@@ -77,14 +80,16 @@ def extract_pdf(body: bytes, *, url: str = "") -> Extracted:
     if errors:
         log.info("%s: %d of %d PDF pages unreadable (%s)", url, len(errors), n_pages, errors[0])
 
-    raw = join_page_breaks(raw)
+    apart = {number: footnotes_apart(text) for number, text in raw}
+    raw = join_page_breaks([(number, apart[number][0]) for number, _ in raw])
     vocabulary = _hyphenated_vocabulary(t for _, t in raw)
     tables = pdf_tables(body, [(number, t) for number, t in raw if TABLE_CAPTION.search(t)], url=url)
     blocks = []
     for number, page_text in raw:
-        t = clean_text(dehyphenate(page_text, vocabulary))
-        if t:
-            blocks.append(Block(text=t, page=number))
+        for text, section in ((page_text, None), (apart[number][1], FOOTNOTES)):  # the page's text, its footnotes
+            t = clean_text(dehyphenate(text, vocabulary))
+            if t:
+                blocks.append(Block(text=t, page=number, section=section))
         blocks += [Block(text=table.text, page=number, section=table.label) for table in tables.get(number, ())]
     chars = sum(len("".join(b.text.split())) for b in blocks)
     if chars < MIN_PDF_CHARS_PER_PAGE * n_pages:
@@ -206,6 +211,43 @@ def _pdf_metadata(reader: PdfReader) -> tuple[str | None, tuple[str, ...], str |
         created.date().isoformat() if created else None,
         software,
     )
+
+
+#: A footnote's first line: its number set before its first word ("3One possible way around this ...").
+_FOOTNOTE = re.compile(r"\s*(\d{1,2})(?=[A-Z][a-z]+\b)")
+_ENDS_SENTENCE = re.compile(r"[.!?)\"”]\s*$")
+#: The section of a page's footnotes, a block after the page's text.
+FOOTNOTES = "Footnotes"
+#: The most lines a footnote takes before its sentence ends; a longer run is no footnote.
+FOOTNOTE_LINES = 4
+
+
+def footnotes_apart(text: str) -> tuple[str, str]:
+    """A page's text without its footnotes, and the footnotes without their numbers.
+
+    A footnote sits where the text layer puts it: at the foot of the column it belongs to, between a sentence
+    and its rest in the next column or on the next page ("... layers that require" / "3One possible way
+    around this limitation is ..." / the rest), which made one sentence of both. Taken apart, the body's
+    sentence reads on (:func:`join_page_breaks`) and the footnote is a sentence of its own. A footnote opens a
+    line with its number before a capitalised word (a number of 1 to 30) and ends its sentence at a line's end
+    within :data:`FOOTNOTE_LINES` lines; "16GB on the V100" or "3D parallelism" open no footnote.
+    """
+    lines = text.split("\n")
+    body: list[str] = []
+    notes: list[str] = []
+    i = 0
+    while i < len(lines):
+        m = _FOOTNOTE.match(lines[i])
+        if m and body and 1 <= int(m.group(1)) <= 30:
+            end = next((j for j in range(i, min(i + FOOTNOTE_LINES, len(lines))) if _ENDS_SENTENCE.search(lines[j])),
+                       None)
+            if end is not None:
+                notes += [lines[i][m.end():], *lines[i + 1:end + 1]]
+                i = end + 1
+                continue
+        body.append(lines[i])
+        i += 1
+    return "\n".join(body), "\n".join(notes)
 
 
 #: A line that is only a page number (the page's foot).
