@@ -241,7 +241,8 @@ def test_pdf_sentence_over_a_page_break_is_one_sentence_cited_at_its_first_page(
 def test_pdf_footnote_is_taken_out_from_between_a_sentence_and_its_rest() -> None:
     """The text layer sets a footnote at its column's foot, inside the sentence the column breaks."""
     pages = [
-        prose(10, 0) + "\nAdditionally, micro-batch splitting requires complicated strategies to support layers that"
+        prose(10, 0) + "\nGPipe assumes that a layer fits in a single accelerator3. Then the rest of the"
+        "\ncolumn goes on.\nAdditionally, micro-batch splitting requires complicated strategies to support layers that"
         "\n3One possible way around this limitation is splitting a single matrix-multiplication into smaller"
         "\nones and spreading them across layers.\nrequire statistics over the whole minibatch. Then 16GB on the"
         "\n16GB V100 hold it.\n4Note that the second note runs on",
@@ -254,13 +255,14 @@ def test_pdf_footnote_is_taken_out_from_between_a_sentence_and_its_rest() -> Non
     assert [b.section for b in doc.blocks] == [None, "Footnotes", None]
     assert sentences["Additionally, micro-batch splitting requires complicated strategies to support layers that "
                      "require statistics over the whole minibatch."] == 1
+    assert sentences["GPipe assumes that a layer fits in a single accelerator."] == 1  # the note's mark goes
     assert sentences["One possible way around this limitation is splitting a single matrix-multiplication into "
                      "smaller ones and spreading them across layers."] == 1
     # a line opening with a size is no footnote; a "note" whose sentence runs past the page is none either
     assert sentences["Then 16GB on the 16GB V100 hold it."] == 1
     assert sentences["4Note that the second note runs on and on."] == 1
-    assert footnotes_apart("body\n1We count a layer as one.\n2And this one\ngoes on.\nrest") == (
-        "body\nrest", "We count a layer as one.\nAnd this one\ngoes on.")
+    assert footnotes_apart("body of text1\n1We count a layer as one.\n2And this one\ngoes on.\nrest fp16 words2") == (
+        "body of text\nrest fp16 words", "We count a layer as one.\nAnd this one\ngoes on.")
     assert footnotes_apart("3One line first: no body before it.") == ("3One line first: no body before it.", "")
 
 

@@ -230,11 +230,13 @@ def footnotes_apart(text: str) -> tuple[str, str]:
     around this limitation is ..." / the rest), which made one sentence of both. Taken apart, the body's
     sentence reads on (:func:`join_page_breaks`) and the footnote is a sentence of its own. A footnote opens a
     line with its number before a capitalised word (a number of 1 to 30) and ends its sentence at a line's end
-    within :data:`FOOTNOTE_LINES` lines; "16GB on the V100" or "3D parallelism" open no footnote.
+    within :data:`FOOTNOTE_LINES` lines; "16GB on the V100" or "3D parallelism" open no footnote. The note's
+    mark, a number set after a word of the text ("accelerator3."), goes with it.
     """
     lines = text.split("\n")
     body: list[str] = []
     notes: list[str] = []
+    numbers: list[str] = []
     i = 0
     while i < len(lines):
         m = _FOOTNOTE.match(lines[i])
@@ -243,11 +245,15 @@ def footnotes_apart(text: str) -> tuple[str, str]:
                        None)
             if end is not None:
                 notes += [lines[i][m.end():], *lines[i + 1:end + 1]]
+                numbers.append(m.group(1))
                 i = end + 1
                 continue
         body.append(lines[i])
         i += 1
-    return "\n".join(body), "\n".join(notes)
+    text = "\n".join(body)
+    for number in numbers:  # the note's mark in the text: "a single accelerator3." is "a single accelerator."
+        text = re.sub(rf"\b([a-z]{{4,}}){number}(?=[\s.,;:)]|$)", r"\1", text, count=1)
+    return text, "\n".join(notes)
 
 
 #: A line that is only a page number (the page's foot).
