@@ -245,7 +245,7 @@ def run(name: str, items: list[ts.Item], held: dict[str, list[ts.Item]], prepare
     shipped = load_selector(ts.ROOT / "src/dmlqa/query/selector.json")
     settings = [(shipped.add_above, shipped.max_words, shipped.read_on, shipped.diversity)]
     if grid:  # the setting train_selector.py's grid would choose for this model
-        settings.append(ts.pick_setting(*ts.settings_grid(items, oof, refuse, topic_cut)))
+        settings.append(ts.pick_setting(ts.settings_grid(items, oof, refuse, topic_cut)))
     rows = []
     for add_above, max_words, read_on, diversity in dict.fromkeys(settings):
         row: dict = {"trial": name, "add_above": add_above, "max_words": max_words, "read_on": read_on,

@@ -84,13 +84,9 @@ from question_tuning import EPOCHS, LEARNING_RATE  # noqa: E402
 
 ROOT = Path(__file__).resolve().parent.parent
 ADD_GRID = (0.0, 0.02, 0.05, 0.1)
-#: The highest add_above stating a key term within this of the best is kept (or within PICK_STANDARD_ERRORS, where
-#: that is wider): sentences the model rates near zero pad an answer without making it better.
+#: The highest add_above stating a key term within this of the best is kept: sentences the model rates
+#: near zero pad an answer without making it better.
 ADD_TOLERANCE = 0.005
-#: How many standard errors of the paired difference in key terms stated a setting must gain over a simpler one to be
-#: picked (:func:`pick_setting`). At one, two refits of the same code on two builds picked differently, each by one
-#: question (bench/README, seventeenth and nineteenth rounds).
-PICK_STANDARD_ERRORS = 2.0
 #: Budgets over 90 words gave medians over MAX_MEDIAN_WORDS in every refit (95: 91-93, 100: 96-98), reading on two
 #: sentences never beat one: the grid leaves them out to try diversity with the rest in the same time.
 WORDS_GRID = (85, 90)
@@ -361,35 +357,19 @@ def fold_features(items: list[Item], base: list[np.ndarray], tuned: list[np.ndar
 
 
 def settings_grid(items: list[Item], scores: list[np.ndarray], refuse_below: float,
-                  topic_cut: float) -> tuple[dict[tuple, dict], dict[tuple, list[bool]]]:
-    """The answers' scores at every (add_above, max_words, read_on, diversity) of the grid, and at each which
-    answerable questions state a key term."""
-    grid, stated = {}, {}
-    for a in ADD_GRID:
-        for w in WORDS_GRID:
-            for r in READ_ON_GRID:
-                for d in DIVERSITY_GRID:
-                    stated[a, w, r, d] = []
-                    grid[a, w, r, d] = evaluate(items, scores, a, refuse_below, w, r, topic_cut, d, stated[a, w, r, d])
-    return grid, stated
+                  topic_cut: float) -> dict[tuple, dict]:
+    """The answers' scores at every (add_above, max_words, read_on, diversity) of the grid."""
+    return {(a, w, r, d): evaluate(items, scores, a, refuse_below, w, r, topic_cut, d)
+            for a in ADD_GRID for w in WORDS_GRID for r in READ_ON_GRID for d in DIVERSITY_GRID}
 
 
-def pick_setting(grid: dict[tuple, dict], stated: dict[tuple, list[bool]]) -> tuple:
-    """The grid's choice: among the settings whose median answer is at most MAX_MEDIAN_WORDS, those level with the
-    best at stating a key term, the shortest budget, highest cut, least reading on and least diversity.
-
-    Level means within ADD_TOLERANCE, or within PICK_STANDARD_ERRORS standard errors of the paired difference
-    between the two settings' answers (the questions one states a key term for and the other does not), whichever
-    is wider: the settings differ by a handful of questions, and a pick on less flipped between refits."""
+def pick_setting(grid: dict[tuple, dict]) -> tuple:
+    """The grid's choice: among the settings whose median answer is at most MAX_MEDIAN_WORDS, those stating a key
+    term within ADD_TOLERANCE of the best, the shortest budget, highest cut, least reading on and least diversity."""
     ok = [k for k in grid if grid[k]["median_words"] <= MAX_MEDIAN_WORDS] or [(max(ADD_GRID), min(WORDS_GRID), 0, 0.0)]
-    best = max(ok, key=lambda k: grid[k].get("key_term_stated") or 0.0)
-
-    def level(k: tuple) -> bool:
-        diff = np.asarray(stated.get(best, []), float) - np.asarray(stated.get(k, []), float)
-        se = float(diff.std(ddof=1) / math.sqrt(len(diff))) if len(diff) > 1 else 0.0
-        return (grid[k].get("key_term_stated") or 0.0) >= (grid[best].get("key_term_stated") or 0.0) - max(
-            ADD_TOLERANCE, PICK_STANDARD_ERRORS * se)
-    return min((k for k in ok if level(k)), key=lambda k: (k[1], -k[0], k[2], k[3]))
+    top = max(grid[k]["key_term_stated"] for k in ok)
+    return min((k for k in ok if grid[k]["key_term_stated"] >= top - ADD_TOLERANCE),
+               key=lambda k: (k[1], -k[0], k[2], k[3]))
 
 
 def answer_text(it: Item, scores: np.ndarray, add_above: float, max_words: int,
@@ -414,12 +394,8 @@ def gold_sources(it: Item) -> set[str]:
 
 
 def evaluate(items: list[Item], scores: list[np.ndarray], add_above: float, refuse_below: float,
-             max_words: int, read_on: int, topic_cut: float, diversity: float = 0.0,
-             stated: list[bool] | None = None) -> dict:
-    """The answers' scores at one setting; ``stated``, when given, receives whether each answerable question's
-    answer states a key term."""
-    stated = stated if stated is not None else []
-    kw_share, words, refused_ans, refused_un, top1, cited = [], [], [], [], [], []
+             max_words: int, read_on: int, topic_cut: float, diversity: float = 0.0) -> dict:
+    stated, kw_share, words, refused_ans, refused_un, top1, cited = [], [], [], [], [], [], []
     for it, s in zip(items, scores, strict=True):
         best = float(s.max()) if len(s) else 0.0
         body, n_words, urls = answer_text(it, s, add_above, max_words, read_on, diversity) if len(s) else ("", 0, set())
@@ -554,8 +530,8 @@ def main() -> None:
     print(f"cross-validated with question adapters ({time.perf_counter() - t0:.0f} s)", file=sys.stderr)
     topic_cut = off_topic_cut(items)
     refuse_below = refuse_cut(items, oof, topic_cut)
-    grid, stated = settings_grid(items, oof, refuse_below, topic_cut)
-    add_above, max_words, read_on, diversity = pick_setting(grid, stated)
+    grid = settings_grid(items, oof, refuse_below, topic_cut)
+    add_above, max_words, read_on, diversity = pick_setting(grid)
 
     answerable = [it for it in items if it.q.get("answerable", True) and it.q.get("evidence")]
     answering = [it for it in items if _fits(it)]

@@ -730,26 +730,6 @@ def test_the_off_topic_cut_passes_every_answerable_question_it_can() -> None:
     assert 0.02 < cut < 0.25
 
 
-def test_the_grid_keeps_the_simpler_setting_unless_another_wins_by_more_than_its_noise() -> None:
-    """Reading on (read_on 1) states a key term for 35 of 1,000 questions that not reading on misses and misses 25 it
-    states: 1.0 point more, 1.3 standard errors of the paired difference, so the simpler setting stays. Winning 30
-    with none lost (5.6 standard errors) is a gain, and it is picked."""
-    bench = _bench()
-
-    def grid(gain: int, loss: int) -> tuple[dict, dict]:
-        plain = [True] * 700 + [False] * 300
-        read_on = list(plain)
-        for i in range(loss):
-            read_on[i] = False
-        for i in range(700, 700 + gain):
-            read_on[i] = True
-        stated = {(0.02, 90, 0, 0.0): plain, (0.02, 90, 1, 0.0): read_on}
-        return {k: {"key_term_stated": sum(v) / len(v), "median_words": 85} for k, v in stated.items()}, stated
-
-    assert bench.pick_setting(*grid(35, 25)) == (0.02, 90, 0, 0.0)
-    assert bench.pick_setting(*grid(30, 0)) == (0.02, 90, 1, 0.0)
-
-
 def test_the_question_adapter_learns_to_turn_questions_towards_the_answering_sentences() -> None:
     """Made-up pools where the answering sentence holds the question's terms and what they map to elsewhere
     (the question's first half of the space, shifted into the second), while a distractor sits nearer the
