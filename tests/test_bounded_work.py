@@ -26,6 +26,7 @@ from dmlqa.catalog.store import write_catalog
 from dmlqa.errors import ExtractError
 from dmlqa.extract.documents import extract_bytes
 from dmlqa.extract.html import FALLBACK_MAX_BLOCKS, GLUED_CANDIDATES, extract_html
+from dmlqa.extract.pdf import footnotes_apart, join_page_breaks
 from dmlqa.extract.worker import TimedExtractor, timeout_reason
 from dmlqa.models import Resource
 
@@ -146,6 +147,18 @@ def test_thousands_of_list_items_with_code_are_cut_apart_and_lose_nothing() -> N
     page = f"<html><body><article><h1>Steps</h1><ul><li>{inner}<p>Done.</p></li></ul></article></body></html>"
     lines = extract_html(page.encode(), url="https://example.org/one").blocks[0].text.split("\n")
     assert [c for c in commands if c in lines] == commands and lines[-1] == "Done."
+
+
+def test_pdf_pages_of_thousands_of_footnotes_and_a_megabyte_line_are_read_whole() -> None:
+    """A footnote's mark is looked for once per number (30 at most), not once per footnote; whether a line stops
+    inside a sentence is read at its end, not by a pattern scanning the whole line."""
+    notes = [f"Note number {i} is here." for i in range(20_000)]
+    numbered = [f"{i % 30 + 1}{note}" for i, note in enumerate(notes)]
+    body, apart = footnotes_apart("\n".join(["The body text goes onward1", *numbered, "and ends here."]))
+    assert body == "The body text goes onward\nand ends here." and apart.split("\n") == notes
+    line = "word " * 200_000 + "and"
+    joined = join_page_breaks([(1, line), (2, "so on to the end. Next page.")])
+    assert joined == [(1, line + "\nso on to the end."), (2, "Next page.")]
 
 
 def good_page(topic: str) -> bytes:

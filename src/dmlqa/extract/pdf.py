@@ -251,19 +251,28 @@ def footnotes_apart(text: str) -> tuple[str, str]:
         body.append(lines[i])
         i += 1
     text = "\n".join(body)
-    for number in numbers:  # the note's mark in the text: "a single accelerator3." is "a single accelerator."
+    # the note's mark in the text: "a single accelerator3." is "a single accelerator." (once a number: 30 at most)
+    for number in dict.fromkeys(numbers):
         text = re.sub(rf"\b([a-z]{{4,}}){number}(?=[\s.,;:)]|$)", r"\1", text, count=1)
     return text, "\n".join(notes)
 
 
 #: A line that is only a page number (the page's foot).
 _PAGE_NUMBER_LINE = re.compile(r"\s*\d{1,4}\s*")
-#: A line that stops inside a sentence: a word of three words or more ending in a letter, a comma or a hyphen.
-_STOPS_MID_SENTENCE = re.compile(r"\S+\s+\S+\s+.*[a-z,;-]\Z|\S*[a-z]-\Z")
+_HYPHEN_END = re.compile(r"[a-z]-\Z")
 #: Where a sentence ends: a full stop, ! or ? (closing quote or bracket allowed), then a capital or the line's end.
 _SENTENCE_END = re.compile(r"[.!?][\"”’)\]]?(?=\s+[A-Z(\[]|\s*$)", re.MULTILINE)
 #: The most lines of the next page that the end of a sentence begun on a page may take.
 CONTINUATION_LINES = 4
+
+
+def _stops_mid_sentence(line: str) -> bool:
+    """Does the line stop inside a sentence: three words or more ending in a small letter, a comma or a
+    semicolon, or a word broken by a hyphen?"""
+    return bool(_HYPHEN_END.search(line)) or (line[-1:] in _MID_SENTENCE_ENDS and len(line.split(None, 2)) == 3)
+
+
+_MID_SENTENCE_ENDS = frozenset("abcdefghijklmnopqrstuvwxyz,;-")
 
 
 def join_page_breaks(pages: list[tuple[int, str]]) -> list[tuple[int, str]]:
@@ -287,7 +296,7 @@ def join_page_breaks(pages: list[tuple[int, str]]) -> list[tuple[int, str]]:
         lines = text.rstrip().split("\n")
         while len(lines) > 1 and (_PAGE_NUMBER_LINE.fullmatch(lines[-1]) or _unnumbered(lines[-1]) in running):
             lines.pop()
-        if not _STOPS_MID_SENTENCE.search(lines[-1].rstrip()):
+        if not _stops_mid_sentence(lines[-1].rstrip()):
             continue
         rest = after.lstrip("\n").split("\n")
         while len(rest) > 1 and (_PAGE_NUMBER_LINE.fullmatch(rest[0]) or _unnumbered(rest[0]) in running):
