@@ -82,7 +82,7 @@ def extract_pdf(body: bytes, *, url: str = "") -> Extracted:
 
     apart = {number: footnotes_apart(text) for number, text in raw}
     raw = join_page_breaks([(number, apart[number][0]) for number, _ in raw])
-    vocabulary = _hyphenated_vocabulary(t for _, t in raw)
+    vocabulary = _hyphenated_vocabulary([*(t for _, t in raw), *(notes for _, notes in apart.values())])
     tables = pdf_tables(body, [(number, t) for number, t in raw if TABLE_CAPTION.search(t)], url=url)
     blocks = []
     for number, page_text in raw:
