@@ -294,12 +294,12 @@ def join_page_breaks(pages: list[tuple[int, str]]) -> list[tuple[int, str]]:
         if following != number + 1:
             continue
         lines = text.rstrip().split("\n")
-        while len(lines) > 1 and (_PAGE_NUMBER_LINE.fullmatch(lines[-1]) or _unnumbered(lines[-1]) in running):
+        while len(lines) > 1 and _furniture(lines[-1], running):
             lines.pop()
         if not _stops_mid_sentence(lines[-1].rstrip()):
             continue
         rest = after.lstrip("\n").split("\n")
-        while len(rest) > 1 and (_PAGE_NUMBER_LINE.fullmatch(rest[0]) or _unnumbered(rest[0]) in running):
+        while len(rest) > 1 and _furniture(rest[0], running):
             rest.pop(0)
         head = rest[0].strip()
         if not head[:1].islower() or not (lines[-1].rstrip().endswith("-") or len(head.split()) >= 3):
@@ -312,6 +312,11 @@ def join_page_breaks(pages: list[tuple[int, str]]) -> list[tuple[int, str]]:
         out[i] = (number, "\n".join([*lines[:-1], lines[-1].rstrip(), moved]))
         out[i + 1] = (following, "\n".join([left, *rest[CONTINUATION_LINES:]]).lstrip("\n"))
     return out
+
+
+def _furniture(line: str, running: set[str]) -> bool:
+    """Is the line a page number, or a running head or footer (:func:`_running_lines`)?"""
+    return _PAGE_NUMBER_LINE.fullmatch(line) is not None or _unnumbered(line) in running
 
 
 def _unnumbered(line: str) -> str:
