@@ -331,6 +331,24 @@ def test_a_paragraph_of_abbreviations_splits_in_linear_time() -> None:
     assert list(_spans("See Fig. 3 for details. It works.", 0)) == [(0, 23), (24, 33)]
 
 
+def test_abbreviations_papers_write_do_not_end_a_sentence() -> None:
+    """"Alg. 1", "(Eg. FP32/16 vs. INT8)", "w.r.t. Optimizer States": cut at each stop, the halves were fragments
+    ("... directly applying Alg." / "1: 1) users have to ..."). A sentence that ends in a word does end."""
+    from dmlqa.extract.sentences import _spans
+
+    def cut(text: str) -> list[str]:
+        return [text[a:b] for a, b in _spans(text, 0)]
+
+    assert cut("There are two drawbacks on directly applying Alg. 1: users divide the model. It works.") == [
+        "There are two drawbacks on directly applying Alg. 1: users divide the model.", "It works."]
+    assert cut("The ranges differ between high and low precision data (Eg. FP32/16 vs. INT8). Scales help.") == [
+        "The ranges differ between high and low precision data (Eg. FP32/16 vs. INT8).", "Scales help."]
+    assert cut("We compute the AIT w.r.t. Optimizer States in Tab. 2 and Sect. 4. Then we stop.") == [
+        "We compute the AIT w.r.t. Optimizer States in Tab. 2 and Sect. 4.", "Then we stop."]
+    assert cut("Training ran on eight GPUs. Each GPU held one stage.") == [
+        "Training ran on eight GPUs.", "Each GPU held one stage."]
+
+
 # -- generic fixes of answers that held the fact but did not state it -----------------------------------
 
 

@@ -90,8 +90,11 @@ _BOUNDARY = re.compile(r"[.!?](?P<note>(?<=[a-z)][.!?])[0-9]{1,2}(?=\s+[A-Z][a-z
 #: stop in HTML text (": - qwZ applies ... - hpZ eliminates ..."). As one sentence, the run was too long to quote.
 _BULLET_ITEM = re.compile(r"(?<=\S)\s+(?=[•▪●◦‣]\s+\S)")  # tried only where a bullet is: it opens with a lookbehind
 _DASH_ITEM = re.compile(r"[.:!?](\s+)(?=-\s+[A-Za-z])")
-_ABBREVIATIONS = ("e.g", "i.e", "et al", "etc", "vs", "cf", "Fig", "Figs", "Eq", "Eqs", "Sec", "Secs", "No", "Ref",
-                  "Refs", "approx", "resp", "Dr", "Mr", "Ms", "Prof", "Inc", "Ltd", "Jr", "St", "al")
+#: Papers also write "Alg. 1", "(Eg. FP32/16 vs. INT8)", "AIT w.r.t. Optimizer States", "(Neg. Log Perp.)", "Tab. 2":
+#: cut there, each half was a fragment no answer could quote.
+_ABBREVIATIONS = ("e.g", "E.g", "Eg", "i.e", "I.e", "Ie", "et al", "etc", "vs", "cf", "Fig", "Figs", "Eq", "Eqs", "Eqn",
+                  "Sec", "Secs", "Sect", "No", "Ref", "Refs", "Tab", "Alg", "Algo", "Thm", "Appx", "w.r.t", "viz",
+                  "approx", "resp", "Neg", "Std", "Dr", "Mr", "Ms", "Prof", "Inc", "Ltd", "Jr", "St", "al")
 _NO_END = re.compile(r"(?:\b(?:" + "|".join(a.replace(".", r"\.") for a in _ABBREVIATIONS) + r")|\b[A-Z])\.$")
 #: How a text that :data:`_NO_END` matches ends: one ``endswith`` rules out most stops without the regex.
 _NO_END_TAILS = tuple(f"{a}." for a in _ABBREVIATIONS) + tuple(f"{c}." for c in "ABCDEFGHIJKLMNOPQRSTUVWXYZ")
