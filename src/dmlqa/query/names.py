@@ -116,7 +116,7 @@ def not_english(question: str, concept: Callable[[str], bool] = lambda word: Fal
              for w in found]
     words = [w for w in words if w.isalpha() and w.islower() and len(w) >= 2]
     if len(words) < 3:
-        return _short_and_foreign(question, found) or _asked_in_another_language(found)
+        return _short_and_foreign(question, found) or _asked_in_another_language(found, foreign_word)
     foreign = sum(1 if w.isascii() else 2 for w in words if foreign_word(w))
     if foreign >= len(words) / 2 and not any(w.lower() in _OPENERS for w in every):  # "Can ...", "How ..."
         return True
@@ -136,10 +136,25 @@ _ASKING = frozenset("wie warum weshalb wieso welche welcher welches wann woher w
                     "como onde quem qual quais porque waarom welke wanneer".split())
 
 
-def _asked_in_another_language(found: Sequence[_Word]) -> bool:
+#: Words of asking that English spells too ("Was macht Horovod?", "Come funziona ZeRO?"): another language's only
+#: when the next word is foreign as well (:func:`_asked_in_another_language`).
+_ASKING_ALSO_ENGLISH = frozenset("was wer come cosa".split())
+
+
+def _asked_in_another_language(found: Sequence[_Word], foreign_word: Callable[[str], bool]) -> bool:
     """Does a short question open with another language's word of asking ("Wie skaliert Horovod?", "Warum ZeRO?")?
-    Unaccented and too short for the identifier, it had been refused as naming "skaliert" or "Warum ZeRO"."""
-    return bool(found) and found[0].text.lower() in _ASKING
+    Unaccented and too short for the identifier, it had been refused as naming "skaliert" or "Warum ZeRO". One that
+    English spells too (:data:`_ASKING_ALSO_ENGLISH`) counts before a lower-case word that is no English word nor the
+    index's ("Was macht Horovod?"), not before a name or an English word ("Was Horovod used at Uber?")."""
+    if not found:
+        return False
+    first = found[0].text.lower()
+    if first in _ASKING:
+        return True
+    if first not in _ASKING_ALSO_ENGLISH or len(found) < 2:
+        return False
+    second = found[1].text
+    return second.isalpha() and second.islower() and foreign_word(second)
 
 
 def _short_and_foreign(question: str, found: Sequence[_Word]) -> bool:
