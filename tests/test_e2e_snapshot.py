@@ -168,6 +168,18 @@ def test_zero_query_ranks_a_zero_source_top5(built: tuple[Path, dict, dict]) -> 
     assert all(set(h) == {"rank", "score", "doc_id", "url", "title", "page", "section", "text"} for h in hits)
 
 
+def test_a_question_of_a_neighbouring_field_is_refused_while_the_fields_own_is_answered(built) -> None:
+    """Over the snapshot a question about Python unit tests meets sentences on testing and Python code and sits
+    above the off-topic cut; the field check, which reads what the question is about, refuses it."""
+    home, _, _ = built
+    other = json.loads(dmlqa("--home", str(home), "ask", "How do I write a unit test in Python?", "--json",
+                             "--no-llm"))
+    assert other["refused"] and other["notice"] == "the question is about another field"
+    own = json.loads(dmlqa("--home", str(home), "ask", "How do I pin each Horovod process to one GPU?", "--json",
+                           "--no-llm"))
+    assert not own["refused"] and own["citations"]
+
+
 def test_pdf_hits_carry_pages_and_fetched_addresses(built: tuple[Path, dict, dict], expected, shared_dir) -> None:
     home, _, _ = built
     hits = json.loads(dmlqa("--home", str(home), "search", "GPipe micro-batches pipeline bubble re-materialization",

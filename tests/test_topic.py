@@ -16,7 +16,16 @@ from dmlqa.query.answer import REFUSAL, Asker, AskOptions, candidate_cosines, re
 from dmlqa.query.llm import LLMBackend, LLMConfig
 from dmlqa.query.search import Searcher
 from dmlqa.query.selector import default_selector
-from dmlqa.query.topic import PROBES, TOPIC_SENTENCES, background, nearness, topic_cosine
+from dmlqa.query.topic import (
+    PROBES,
+    TOPIC_SENTENCES,
+    FieldCheck,
+    FieldCheckError,
+    background,
+    field_check,
+    nearness,
+    topic_cosine,
+)
 from dmlqa.settings import load_settings
 
 
@@ -81,5 +90,88 @@ def test_an_off_topic_question_is_refused_before_either_answerer(home: Path) -> 
         assert a.refused and a.answer.startswith(REFUSAL) and not server.requests
         assert a.notice == "no passage is about this question"
         assert a.retrieved and a.citations and all(f"[{c.n}] {c.title}" in a.answer for c in a.citations)
+        ok = asker.ask("How does ZeRO partition the optimizer states?")
+        assert not ok.refused and ok.backend == "llm:fake-model" and len(server.requests) == 1
+
+
+# -- the field check ----------------------------------------------------------------------------------------
+
+
+def _check(**kw: object) -> FieldCheck:
+    """A check that reads the first coordinate: a question vector of (1, 0, ...) is off the field (p 0.98)."""
+    data = {"model": "m", "coef": [8.0, 0.0, 0.0], "intercept": -4.0, "above": 0.9, "guard": 0.4} | kw
+    return FieldCheck.from_json(data)
+
+
+def test_the_field_check_refuses_a_vector_of_another_field_only_where_nearness_leaves_room() -> None:
+    check = _check()
+    off, on = np.array([1.0, 0.0, 0.0]), np.array([0.0, 1.0, 0.0])
+    assert check.probability(off) == pytest.approx(1 / (1 + np.exp(-4.0)))
+    assert check.off_field(off, "m", near=0.2) and not check.off_field(on, "m", near=0.2)
+    assert not check.off_field(off, "m", near=0.4)  # as near as the typical answerable question: never refused
+    assert not check.off_field(off, "other-model", near=0.2)  # another embedder's vectors: another space
+    assert not check.off_field(None, "m", near=0.2) and not check.off_field(np.ones(4), "m", near=0.2)
+    again = FieldCheck.from_json(check.to_json())
+    assert (again.model, again.intercept, again.above, again.guard) == ("m", -4.0, 0.9, 0.4)
+    assert again.coef.tolist() == [8.0, 0.0, 0.0]
+
+
+@pytest.mark.parametrize("data", [{"coef": "x"}, {"above": 1.5}, {"coef": []}, {"model": None, "coef": [[1.0]]}])
+def test_malformed_field_check_weights_are_told(data: dict) -> None:
+    with pytest.raises(FieldCheckError, match="malformed"):
+        _check(**data)
+    with pytest.raises(FieldCheckError, match="malformed"):
+        FieldCheck.from_json({"model": "m"})
+
+
+def test_the_shipped_field_check_is_made_for_the_bundled_embedder() -> None:
+    from dmlqa.settings import BUNDLED_MODEL
+
+    check = field_check()
+    assert check.model == f"bundled:{BUNDLED_MODEL}" or check.model.endswith(BUNDLED_MODEL)
+    assert len(check.coef) == 384 and 0.5 <= check.above < 1.0 and check.guard > default_selector().off_topic_margin
+
+
+@pytest.mark.parametrize(("question", "other_field"), [
+    # neighbouring fields, whose words the corpus uses: none is a training question
+    ("How do I rebase my feature branch onto main in git?", True),
+    ("How do I compute a confidence interval for a mean?", True),
+    ("How do I drop duplicate rows from a pandas DataFrame?", True),
+    ("How does ZeRO partition the optimizer states?", False),
+    ("What is Horovod?", False),
+    ("How does ring allreduce work?", False),
+    ("which papers reduce pipeline bubbles?", False),
+    ("How do I pin each Horovod process to one GPU?", False),
+])
+def test_the_shipped_field_check_tells_neighbouring_fields_in_a_small_corpus(home: Path, question: str,
+                                                                              other_field: bool) -> None:
+    searcher = Searcher(load_settings(home))
+    version = searcher.pin()
+    options = AskOptions(use_llm=False)
+    pool, _ = scored_pool(searcher, version, question, retrieve(searcher, version, question, options), options)
+    near = nearness(version, pool.cosines, functools.partial(candidate_cosines, searcher, version))
+    assert field_check().off_field(pool.qvec, version.meta["model"], near) is other_field
+
+
+def test_a_question_of_another_field_is_refused_before_either_answerer(home: Path,
+                                                                        monkeypatch: pytest.MonkeyPatch) -> None:
+    """In this corpus of a few dozen sentences a neighbouring field's question is already under the off-topic cut;
+    here the check is one that reads the direction of one on-topic question's real vector, so that only it can
+    refuse that question: refused with the nearest sources and its own notice, the LLM not asked."""
+    import dmlqa.query.topic as topic
+
+    searcher = Searcher(load_settings(home))
+    version = searcher.pin()
+    asked = "How does ring allreduce work?"
+    direction = searcher.embed_query(asked, version).astype(np.float64)
+    check = FieldCheck(version.meta["model"], 40.0 * direction, -36.0, 0.9, 10.0)
+    monkeypatch.setattr(topic, "field_check", lambda: check)
+    with FakeOpenAI() as server:
+        server.queue(Reply(text="ZeRO-3 partitions the parameters, gradients and optimizer states [1]."))
+        asker = Asker(searcher, LLMBackend(LLMConfig(base_url=server.url, model="fake-model", timeout=60.0)))
+        a = asker.ask(asked)
+        assert a.refused and a.answer.startswith(REFUSAL) and not server.requests
+        assert a.notice == "the question is about another field"
+        assert a.citations and all(c.quote == "" for c in a.citations)
         ok = asker.ask("How does ZeRO partition the optimizer states?")
         assert not ok.refused and ok.backend == "llm:fake-model" and len(server.requests) == 1

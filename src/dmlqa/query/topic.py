@@ -12,14 +12,29 @@ question's nearness is measured against the version's own :func:`background`: th
 fixed set of everyday questions no corpus of this field is about (:data:`PROBES`). The margin over it
 under which a question is refused is fitted on the training questions (``bench/train_selector.py``) and
 ships with the selector's weights.
+
+Nearness tells how much the corpus holds on a question, not what the question is about. A question of a
+neighbouring field ("how do I resolve a merge conflict in git?", "how do I interpret a p-value?") shares words
+and even phrases with the corpus ("code integration/resolve conflicts in code merging"), and sits as near as a
+hard answerable one. What it is about is in its own vector: :class:`FieldCheck`, a logistic regression over the
+question's vector fitted on the training questions (``bench/train_topic.py``), tells such questions from the
+field's. It is made for the embedder it was fitted with, and it only speaks where nearness leaves room: a
+question at least as near its sentences as the typical training question is never refused by it, so that a
+corpus of another field still answers the questions it holds.
 """
 
 from __future__ import annotations
 
+import json
+import math
 from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from functools import lru_cache
+from importlib import resources
 
 import numpy as np
 
+from dmlqa.errors import DmlqaError
 from dmlqa.index.versions import IndexVersion
 from dmlqa.query.pinned import per_version
 
@@ -73,3 +88,62 @@ def nearness(version: IndexVersion, cosines: np.ndarray, cosines_of: Callable[[s
     """The question's :func:`topic_cosine` over the version's :func:`background`: the margin a learned cut
     reads (:meth:`dmlqa.query.selector.Selector.off_topic`)."""
     return topic_cosine(cosines) - background(version, cosines_of)
+
+
+# -- the field a question is about ------------------------------------------------------------------------
+
+#: The field check's weights, fitted by bench/train_topic.py and shipped beside this module.
+FIELD_FILE = "topic.json"
+
+
+class FieldCheckError(DmlqaError, ValueError):
+    """The field check's weights file is missing, unreadable or malformed."""
+
+
+@dataclass(frozen=True)
+class FieldCheck:
+    """How likely a question is about another field than the training questions': a logistic regression over
+    the question's unit vector by the embedder named ``model``."""
+
+    model: str  # the embedder the weights read vectors of (an index's ``meta["model"]``)
+    coef: np.ndarray
+    intercept: float
+    above: float  # the probability above which a question is about another field
+    guard: float  # a question at least this near (:func:`nearness`) is never refused by this check
+
+    @classmethod
+    def from_json(cls, data: dict) -> FieldCheck:
+        try:
+            check = cls(str(data["model"]), np.asarray(data["coef"], np.float64), float(data["intercept"]),
+                        float(data["above"]), float(data["guard"]))
+        except (KeyError, TypeError, ValueError) as exc:
+            raise FieldCheckError(f"field check weights are malformed ({exc})") from None
+        if check.coef.ndim != 1 or not len(check.coef) or not 0.0 < check.above < 1.0:
+            raise FieldCheckError("field check weights are malformed (a vector of weights and a probability cut)")
+        return check
+
+    def to_json(self) -> dict:
+        return {"model": self.model, "above": round(self.above, 4), "guard": round(self.guard, 4),
+                "intercept": round(self.intercept, 6), "coef": [round(float(v), 6) for v in self.coef]}
+
+    def probability(self, qvec: np.ndarray) -> float:
+        """The chance that the question whose vector is ``qvec`` is about another field."""
+        z = float(np.asarray(qvec, np.float64) @ self.coef) + self.intercept
+        return 1.0 / (1.0 + math.exp(-z)) if z > -700 else 0.0
+
+    def off_field(self, qvec: np.ndarray | None, model: str, near: float) -> bool:
+        """Is the question about another field? Never for another embedder's vectors (they live in another
+        space), nor for a question at least ``guard`` near its sentences."""
+        if qvec is None or model != self.model or len(qvec) != len(self.coef) or near >= self.guard:
+            return False
+        return self.probability(qvec) > self.above
+
+
+@lru_cache(maxsize=1)
+def field_check() -> FieldCheck:
+    """The field check shipped with the package (read once)."""
+    try:
+        text = resources.files("dmlqa.query").joinpath(FIELD_FILE).read_text(encoding="utf-8")
+        return FieldCheck.from_json(json.loads(text))
+    except (OSError, json.JSONDecodeError) as exc:
+        raise FieldCheckError(f"cannot read the field check weights {FIELD_FILE} ({exc})") from None
