@@ -34,8 +34,9 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 import train_selector as ts  # noqa: E402 - beside this script
 
 from dmlqa.api import KnowledgeBase  # noqa: E402
+from dmlqa.index.versions import IndexVersion  # noqa: E402
 from dmlqa.query.selector import default_selector  # noqa: E402
-from dmlqa.query.topic import FieldCheck  # noqa: E402
+from dmlqa.query.topic import FieldCheck, names_a_work  # noqa: E402
 
 ROOT = ts.ROOT
 C_GRID = (1.0, 3.0, 10.0, 30.0)
@@ -54,7 +55,7 @@ def _items(kb: KnowledgeBase, questions: list[dict], cache: Path | None) -> list
     return ts.collect(kb, questions, cache)
 
 
-def _table(items: list[ts.Item]) -> dict[str, np.ndarray]:
+def _table(items: list[ts.Item], version: IndexVersion) -> dict[str, np.ndarray]:
     """Per question: its vector, whether it is off-topic (the label), answerable, and whether the shipped checks
     refuse it before the field check would be asked (by name, or under the off-topic cut)."""
     selector = default_selector()
@@ -65,6 +66,10 @@ def _table(items: list[ts.Item]) -> dict[str, np.ndarray]:
         "answerable": np.array([it.q.get("answerable", True) for it in usable], bool),
         "refused": np.array([bool(it.absent) or selector.off_topic(it.near) for it in usable], bool),
         "near": np.array([it.near for it in usable], np.float64),
+        # exempt, as the answerer exempts them: a question naming a work the index holds, and one asked after
+        # another in a conversation (a follow-up question's "previous")
+        "exempt": np.array([names_a_work(version, it.q["question"]) or bool(it.q.get("previous"))
+                            for it in usable], bool),
         "group": np.array([it.group for it in usable]),
         "unusable": np.array([len(items) - len(usable)]),
     }
@@ -77,7 +82,7 @@ def _fit(x: np.ndarray, y: np.ndarray, c: float) -> LogisticRegression:
 def _effect(t: dict[str, np.ndarray], p: np.ndarray, above: float, guard: float) -> dict:
     """What the field check adds to the shipped checks on one set: unanswerable questions it newly refuses and
     answerable ones it newly refuses (false refusals), with the totals before and after."""
-    flagged = (p > above) & (t["near"] < guard)
+    flagged = (p > above) & (t["near"] < guard) & ~t["exempt"]
     before, after = t["refused"], t["refused"] | flagged
     un, an = ~t["answerable"], t["answerable"]
     return {"refused_before": f"{int(before[un].sum())}/{int(un.sum())}",
@@ -109,7 +114,7 @@ def main() -> None:
         if not questions:
             continue
         cache = args.cache.with_suffix(f".{name}{args.cache.suffix}") if args.cache else None
-        tables[name] = _table(_items(kb, questions, cache))
+        tables[name] = _table(_items(kb, questions, cache), kb.asker.searcher.pin())
         print(f"{name}: {len(questions)} questions gathered", file=sys.stderr)
     train = tables["training"]
     x, y, groups = train["x"], train["off"], train["group"]

@@ -23,6 +23,7 @@ from dmlqa.query.topic import (
     FieldCheckError,
     background,
     field_check,
+    names_a_work,
     nearness,
     topic_cosine,
 )
@@ -175,3 +176,17 @@ def test_a_question_of_another_field_is_refused_before_either_answerer(home: Pat
         assert a.citations and all(c.quote == "" for c in a.citations)
         ok = asker.ask("How does ZeRO partition the optimizer states?")
         assert not ok.refused and ok.backend == "llm:fake-model" and len(server.requests) == 1
+        # asked after another question in a conversation, it is about the answer before: the check stays silent
+        server.queue(Reply(text="Ring allreduce passes chunks around a ring of workers [1]."))
+        after = asker.ask(asked, previous="What is Horovod?")
+        assert not after.refused and after.backend == "llm:fake-model" and len(server.requests) == 2
+
+
+def test_a_question_naming_a_work_the_index_holds_is_of_its_field(home: Path) -> None:
+    """"How do I cite the ZeRO paper?" reads like a question about writing, but ZeRO's paper is in the index (its
+    title holds the name): the field check does not refuse it. A name no title or address holds does not count."""
+    version = Searcher(load_settings(home)).pin()
+    assert names_a_work(version, "How do I cite the ZeRO paper?")
+    assert names_a_work(version, "What license does Horovod use?")  # a repository's address names it
+    assert not names_a_work(version, "How do I resolve a merge conflict in git?")
+    assert not names_a_work(version, "Is the RTX 4060 good enough for Cyberpunk 2077?")

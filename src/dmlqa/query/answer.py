@@ -286,17 +286,19 @@ class Asker:
             return refuse(*name_refusal(version, unknown, hits), "; ".join(notices) or None, hits)
 
         from dmlqa.query.selector import default_selector
-        from dmlqa.query.topic import field_check, nearness
+        from dmlqa.query.topic import nearness, other_field
 
         # gathered once for both answerers (an LLM answer that fails falls back on the extractive one)
         scored = scored_pool(self.searcher, version, text, hits, options, previous=context) if hits else None
         if scored is not None and len(scored[0].cosines):
             near = nearness(version, scored[0].cosines, functools.partial(candidate_cosines, self.searcher, version))
             # before either answerer: no sentence is about the question, only some share a word with it; or the
-            # question is about another field, whose words the corpus uses ("merge conflict in git")
+            # question is about another field, whose words the corpus uses ("merge conflict in git"), unless it
+            # comes after another in a conversation ("Is there a head-size requirement I should respect to get the
+            # most out of it?" is about the answer before, and alone reads as about nothing)
             why = ("no passage is about this question" if default_selector().off_topic(near) else
-                   "the question is about another field" if field_check().off_field(
-                       scored[0].qvec, version.meta["model"], near) else None)
+                   "the question is about another field"
+                   if not prev_question and other_field(version, text, scored[0].qvec, near) else None)
             if why:
                 notices.append(why)
                 return refuse(*_with_nearest(REFUSAL, hits), "; ".join(notices), hits)

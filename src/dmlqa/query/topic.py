@@ -27,6 +27,7 @@ from __future__ import annotations
 
 import json
 import math
+import re
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from functools import lru_cache
@@ -137,6 +138,43 @@ class FieldCheck:
         if qvec is None or model != self.model or len(qvec) != len(self.coef) or near >= self.guard:
             return False
         return self.probability(qvec) > self.above
+
+
+#: A repository's name in its address: github.com/NVIDIA/Megatron-LM is "Megatron-LM".
+_REPOSITORY = re.compile(r"^(?:https?://)?(?:www\.)?github\.com/[^/]+/([^/#?]+)", re.I)
+
+
+@per_version
+def work_names(version: IndexVersion) -> frozenset[str]:
+    """The names the index's works and projects go by: a title's first word as written ("ZeRO: Memory ..." is
+    "ZeRO", "Horovod"), and a repository's name in its address, lower-cased ("megatron-lm"). Not every word of a
+    title: "Phylanx provides a ... Python-based interface" names Phylanx, not Python."""
+    out: set[str] = set()
+    for d in version.docs.values():
+        first = (d.title or "").split(maxsplit=1)
+        if first:
+            out.add(first[0].strip(":,;."))
+        for u in (d.url, d.source_url, *d.aliases):
+            m = _REPOSITORY.match(u or "")
+            if m:
+                out.add(m.group(1).lower().removesuffix(".git"))
+    return frozenset(out)
+
+
+def names_a_work(version: IndexVersion, question: str) -> bool:
+    """Does the question name a work or project the index holds ("How do I cite the ZeRO paper?")? Then it is about
+    the corpus's field whatever else it asks, and the field check does not refuse it."""
+    from dmlqa.query.mentions import concepts
+    from dmlqa.query.names import candidate_names
+
+    names = work_names(version)
+    return any(n in names or n.lower() in names for n in candidate_names(question, concepts(version)))
+
+
+def other_field(version: IndexVersion, question: str, qvec: np.ndarray | None, near: float) -> bool:
+    """Is the question about another field than the corpus's? The shipped :class:`FieldCheck` says so of its
+    vector, and it names no work the index holds (:func:`names_a_work`)."""
+    return field_check().off_field(qvec, version.meta["model"], near) and not names_a_work(version, question)
 
 
 @lru_cache(maxsize=1)
