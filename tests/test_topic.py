@@ -125,6 +125,13 @@ def test_malformed_field_check_weights_are_told(data: dict) -> None:
         FieldCheck.from_json({"model": "m"})
 
 
+def test_a_missing_weights_file_is_told_by_name() -> None:
+    from dmlqa.query.shipped import shipped_json
+
+    with pytest.raises(FieldCheckError, match="cannot read the field check weights no-such.json"):
+        shipped_json("no-such.json", FieldCheckError, "field check weights")
+
+
 def test_the_shipped_field_check_is_made_for_the_bundled_embedder() -> None:
     from dmlqa.settings import BUNDLED_MODEL
 

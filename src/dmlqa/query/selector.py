@@ -26,7 +26,6 @@ import json
 import logging
 from dataclasses import dataclass
 from functools import lru_cache
-from importlib import resources
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -158,11 +157,9 @@ def _rounded(a: np.ndarray) -> list[float]:
 @lru_cache(maxsize=1)
 def default_selector() -> Selector:
     """The selector shipped with the package (read once)."""
-    try:
-        text = resources.files("dmlqa.query").joinpath(MODEL_FILE).read_text(encoding="utf-8")
-        return Selector.from_json(json.loads(text))
-    except (OSError, json.JSONDecodeError) as exc:
-        raise SelectorModelError(f"cannot read the selector weights {MODEL_FILE} ({exc})") from None
+    from dmlqa.query.shipped import shipped_json
+
+    return Selector.from_json(shipped_json(MODEL_FILE, SelectorModelError, "selector weights"))
 
 
 def prepare_question_encoder(settings: Settings) -> None:

@@ -25,13 +25,11 @@ corpus of another field still answers the questions it holds.
 
 from __future__ import annotations
 
-import json
 import math
 import re
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from functools import lru_cache
-from importlib import resources
 
 import numpy as np
 
@@ -180,8 +178,6 @@ def other_field(version: IndexVersion, question: str, qvec: np.ndarray | None, n
 @lru_cache(maxsize=1)
 def field_check() -> FieldCheck:
     """The field check shipped with the package (read once)."""
-    try:
-        text = resources.files("dmlqa.query").joinpath(FIELD_FILE).read_text(encoding="utf-8")
-        return FieldCheck.from_json(json.loads(text))
-    except (OSError, json.JSONDecodeError) as exc:
-        raise FieldCheckError(f"cannot read the field check weights {FIELD_FILE} ({exc})") from None
+    from dmlqa.query.shipped import shipped_json
+
+    return FieldCheck.from_json(shipped_json(FIELD_FILE, FieldCheckError, "field check weights"))
