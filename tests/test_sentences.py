@@ -141,6 +141,23 @@ def test_a_numbered_pdf_heading_on_its_own_line_is_split_from_the_sections_first
         assert " ".join(pdf.text[s.start:s.end].split()) == s.text
 
 
+def test_an_appendix_heading_by_its_letter_and_one_right_under_it_are_split_from_the_first_sentence() -> None:
+    pdf = doc("We end the section with the bound on the overhead.\nE PROTOTYPE IMPLEMENTATION\nE.1 INTEGRATION INTO "
+              "PYTORCH\nTo avoid "
+              "modifying the core, the prototype wraps\nthe tensors.\nA Survey of Parallelism\nis what we give "
+              "next.", content_type="pdf")
+    assert roles(pdf) == [
+        (PROSE, "We end the section with the bound on the overhead."),
+        (HEADING, "E PROTOTYPE IMPLEMENTATION"),
+        (HEADING, "E.1 INTEGRATION INTO PYTORCH"),
+        (PROSE, "To avoid modifying the core, the prototype wraps the tensors."),
+        (PROSE, "A Survey of Parallelism is what we give next.")]  # a letter before words not in capitals: prose
+    wrapped = doc("We end the section with the bound on the overhead.\nB STRUCTURE OF A TYPICAL ML\nPROGRAM\nThis "
+                  "subsection describes a typical program.", content_type="pdf")
+    assert roles(wrapped)[1:] == [(HEADING, "B STRUCTURE OF A TYPICAL ML PROGRAM"),
+                                  (PROSE, "This subsection describes a typical program.")]
+
+
 def test_furniture_headings_captions_code_and_references_are_not_quotable() -> None:
     assert classify("11/23/26, 3:16 AM Tensor Fusion — Horovod documentation 1/2") == FURNITURE
     assert classify("Figure 3: Throughput of the pipeline as the number of micro-batches grows.") == CAPTION

@@ -90,8 +90,7 @@ _BOUNDARY = re.compile(r"[.!?](?P<note>(?<=[a-z)][.!?])[0-9]{1,2}(?=\s+[A-Z][a-z
 #: stop in HTML text (": - qwZ applies ... - hpZ eliminates ..."). As one sentence, the run was too long to quote.
 _BULLET_ITEM = re.compile(r"(?<=\S)\s+(?=[•▪●◦‣]\s+\S)")  # tried only where a bullet is: it opens with a lookbehind
 _DASH_ITEM = re.compile(r"[.:!?](\s+)(?=-\s+[A-Za-z])")
-#: Papers also write "Alg. 1", "(Eg. FP32/16 vs. INT8)", "AIT w.r.t. Optimizer States", "(Neg. Log Perp.)", "Tab. 2":
-#: cut there, each half was a fragment no answer could quote.
+#: Papers also write "Alg. 1", "(Eg. FP32/16 vs. INT8)", "w.r.t. Optimizer States": cut there, halves were fragments.
 _ABBREVIATIONS = ("e.g", "E.g", "Eg", "i.e", "I.e", "Ie", "et al", "etc", "vs", "cf", "Fig", "Figs", "Eq", "Eqs", "Eqn",
                   "Sec", "Secs", "Sect", "No", "Ref", "Refs", "Tab", "Alg", "Algo", "Thm", "Appx", "w.r.t", "viz",
                   "approx", "resp", "Neg", "Std", "Dr", "Mr", "Ms", "Prof", "Inc", "Ltd", "Jr", "St", "al")
@@ -139,14 +138,31 @@ def _sentences(text: str, start: int, end: int, base: int) -> Iterator[tuple[int
 #: gradient bucketing is ..."), which then could not be quoted, and a section's first sentence is often
 #: the one that says what the section is about. Section numbers have one or two digits a level: "2019."
 #: opening a line is a year in a reference, and a line after one ending mid-sentence is a wrapped line.
-_HEADING_LINE = (r"(?:\d{1,2}(?:\.\d{1,2})*\.?|[A-Z]\.\d{0,2}|[IVX]{1,4}\.)[ \t]+"
-                 r"(?P<title>[A-Z][A-Za-z-]+(?:[ \t]+[^\s.!?:;,]+)*)[ \t]*\n(?=[A-Z])")
+#: An appendix's letter alone numbers a heading in capitals ("E PROTOTYPE IMPLEMENTATION"; "A Survey of ..." is
+#: prose), which may wrap onto a line of capitals ("B STRUCTURE OF A TYPICAL ML" / "PROGRAM" / "This ...").
+_CAPITALS_WRAPPED = (r"[A-Z][A-Z-]+(?:[ \t]+[A-Z0-9-]+)*[ \t]*\n[A-Z][A-Z0-9-]+(?:[ \t]+[A-Z0-9-]+){0,5}"
+                     r"(?=[ \t]*\n[A-Z])")
+_HEADING_LINE = (r"(?:\d{1,2}(?:\.\d{1,2})*\.?|[A-Z]\.\d{0,2}|[IVX]{1,4}\.|[A-Z](?=[ \t]+[A-Z][A-Z0-9 \t-]*\n))"
+                 r"[ \t]+(?P<title>" + _CAPITALS_WRAPPED + r"|[A-Z][A-Za-z-]+(?:[ \t]+[^\s.!?:;,]+)*)[ \t]*\n(?=[A-Z])")
 #: Opening with the newline (not a lookbehind or ``^`` alternative) lets the engine skip to each line
 #: start: twice as fast over a paper's text.
 _PDF_HEADING_LINE = re.compile(r"(?<=[.!?:])\n(?P<line>" + _HEADING_LINE + ")")
 _PDF_HEADING_FIRST = re.compile(r"(?P<line>" + _HEADING_LINE + ")")
 #: A heading longer than this is more likely a sentence that happens to open with a number.
 HEADING_WORDS = 10
+
+
+def _heading_lines(block: str) -> Iterator[re.Match[str]]:
+    """A PDF block's numbered heading lines (:data:`_HEADING_LINE`): at its start, after a paragraph's end, and right
+    under another ("E PROTOTYPE IMPLEMENTATION" / "E.1 INTEGRATION INTO PYTORCH" / "To avoid ...")."""
+    pos = 0
+    m = _PDF_HEADING_FIRST.match(block)
+    while True:
+        if m is None and (m := _PDF_HEADING_LINE.search(block, pos)) is None:
+            return
+        yield m
+        pos = m.end("line")
+        m = _PDF_HEADING_FIRST.match(block, pos)
 
 
 def _paragraphs(block: str, pdf: bool) -> Iterator[tuple[int, int, str]]:
@@ -160,8 +176,7 @@ def _paragraphs(block: str, pdf: bool) -> Iterator[tuple[int, int, str]]:
     """
     if pdf:
         start = 0
-        first = _PDF_HEADING_FIRST.match(block)
-        for m in ([first] if first else []) + list(_PDF_HEADING_LINE.finditer(block)):
+        for m in _heading_lines(block):
             if len(m.group("title").split()) > HEADING_WORDS:
                 continue
             if m.start("line") > start:
