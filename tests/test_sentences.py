@@ -366,6 +366,19 @@ def test_abbreviations_papers_write_do_not_end_a_sentence() -> None:
         "Training ran on eight GPUs.", "Each GPU held one stage."]
 
 
+
+def test_an_equations_number_at_its_lines_end_stays_with_the_equation() -> None:
+    """". (5)" ending an equation's line opened the next sentence ("(5) For other pipeline schedules, ..."); an
+    enumeration inside a line ("We note two things. (1) The gate ...") still opens its item's sentence."""
+    from dmlqa.extract.sentences import _spans
+
+    text = ("The total memory is:\nM = sbh 34 + 5as/h . (5)\nFor other schedules, the memory differs. We note two "
+            "things. (1) The gate is fast. (2) It scales.")
+    assert [text[a:b] for a, b in _spans(text, 0)] == [
+        "The total memory is:\nM = sbh 34 + 5as/h . (5)", "For other schedules, the memory differs.",
+        "We note two things.", "(1) The gate is fast.", "(2) It scales."]
+
+
 # -- generic fixes of answers that held the fact but did not state it -----------------------------------
 
 

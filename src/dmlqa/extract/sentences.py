@@ -80,11 +80,11 @@ class Sentence:
 #: opening bracket; not after common abbreviations or initials. Group ``gap`` is the gap between two sentences:
 #: the stop is matched rather than looked behind for, so that the engine skips to the next ". ! ?" (a
 #: pattern opening with a lookbehind is tried at every character, three times slower).
-#: A footnote's number glued to the stop ("... in its training data.8 Following previous work, ...", "(e.g.
-#: fan-in).6 As a remedy ...") is no part of either sentence (group ``note``); only after a letter or a bracket,
-#: so "version 2.8 Following" has no stop.
+#: A footnote's number glued to the stop ("... training data.8 Following ...") is no part of either sentence (group
+#: ``note``; only after a letter or a bracket: "version 2.8 Following" has no stop); an equation's number ending its
+#: line (". (5)" before "For other ...") stays with the equation rather than open the next sentence.
 _BOUNDARY = re.compile(r"[.!?](?P<note>(?<=[a-z)][.!?])[0-9]{1,2}(?=\s+[A-Z][a-z]))?"
-                       r"(?P<gap>[\"'”’)\]]*\s+)(?=[\"'“‘(\[]?[A-Z0-9])")
+                       r"(?P<gap>[\"'”’)\]]*(?:[ \t]+\(\d{1,3}\)(?=[ \t]*\n))?\s+)(?=[\"'“‘(\[]?[A-Z0-9])")
 #: Where a run of list items was flattened into one line, each item begins (the gap before it is cut): a bullet in
 #: PDF text ("as follows: • Blocked quantized weights ... by 50%. • Hierarchical ..."), or a dash after a colon or a
 #: stop in HTML text (": - qwZ applies ... - hpZ eliminates ..."). As one sentence, the run was too long to quote.
