@@ -71,7 +71,6 @@ def _table(items: list[ts.Item], version: IndexVersion) -> dict[str, np.ndarray]
         "exempt": np.array([names_a_work(version, it.q["question"]) or bool(it.q.get("previous"))
                             for it in usable], bool),
         "group": np.array([it.group for it in usable]),
-        "unusable": np.array([len(items) - len(usable)]),
     }
 
 

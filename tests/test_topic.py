@@ -195,5 +195,6 @@ def test_a_question_naming_a_work_the_index_holds_is_of_its_field(home: Path) ->
     version = Searcher(load_settings(home)).pin()
     assert names_a_work(version, "How do I cite the ZeRO paper?")
     assert names_a_work(version, "What license does Horovod use?")  # a repository's address names it
+    assert names_a_work(version, "How do I cite Ray Train?")  # a title's first word, an English word too
     assert not names_a_work(version, "How do I resolve a merge conflict in git?")
     assert not names_a_work(version, "Is the RTX 4060 good enough for Cyberpunk 2077?")

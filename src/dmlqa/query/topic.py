@@ -145,8 +145,9 @@ _REPOSITORY = re.compile(r"^(?:https?://)?(?:www\.)?github\.com/[^/]+/([^/#?]+)"
 @per_version
 def work_names(version: IndexVersion) -> frozenset[str]:
     """The names the index's works and projects go by: a title's first word as written ("ZeRO: Memory ..." is
-    "ZeRO", "Horovod"), and a repository's name in its address, lower-cased ("megatron-lm"). Not every word of a
-    title: "Phylanx provides a ... Python-based interface" names Phylanx, not Python."""
+    "ZeRO", "Ray Train: ..." is "Ray"), and a repository's name in its address, lower-cased ("megatron-lm"). Not
+    every word of a title: "Phylanx provides a ... Python-based interface" names Phylanx, not Python. A title's
+    plain first word ("Efficient ...") counts too: a question names it as a name only when it names the work."""
     out: set[str] = set()
     for d in version.docs.values():
         first = (d.title or "").split(maxsplit=1)
@@ -166,7 +167,9 @@ def names_a_work(version: IndexVersion, question: str) -> bool:
     from dmlqa.query.names import candidate_names
 
     names = work_names(version)
-    return any(n in names or n.lower() in names for n in candidate_names(question, concepts(version)))
+    # a name or its first word ("Ray Train", "DeepSpeed Ulysses"), as written or as a repository's
+    return any(w in names or w.lower() in names
+               for n in candidate_names(question, concepts(version)) for w in {n, n.split()[0]})
 
 
 def other_field(version: IndexVersion, question: str, qvec: np.ndarray | None, near: float) -> bool:
