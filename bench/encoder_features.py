@@ -31,7 +31,6 @@ all-mpnet-base-v2 takes ~12 min on 2 cores). Results are merged into ``bench/res
 from __future__ import annotations
 
 import argparse
-import glob
 import json
 import os
 import pickle
@@ -53,8 +52,7 @@ ROOT = Path(__file__).resolve().parent.parent
 
 
 def load(kb: KnowledgeBase, pattern: str, cache: Path | None) -> list[ts.Item]:
-    files = sorted(glob.glob(pattern), key=ts._numbered)
-    return ts.collect(kb, [q for f in files for q in ts._questions(Path(f))], cache)
+    return ts.collect(kb, ts.question_set(pattern), cache)
 
 
 def encode_all(texts: list[str], encode, store: Path | None) -> dict[str, np.ndarray]:  # noqa: ANN001

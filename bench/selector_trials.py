@@ -20,7 +20,6 @@ from __future__ import annotations
 
 import argparse
 import functools
-import glob
 import json
 import pickle
 import sys
@@ -49,16 +48,13 @@ HELD = {"validate": str(ts.ROOT.parent / "shared/eval/dev.jsonl"),
 
 
 def _training(kb: KnowledgeBase, cache: Path) -> list[ts.Item]:
-    files = sorted(glob.glob(str(ts.ROOT / "bench/train/questions-*.jsonl")), key=ts._numbered)
-    return ts.collect(kb, [q for f in files for q in ts._questions(Path(f))], cache)
+    return ts.collect(kb, ts.question_set(str(ts.ROOT / "bench/train/questions-*.jsonl")), cache)
 
 
 def _held(kb: KnowledgeBase, cache: Path) -> dict[str, list[ts.Item]]:
     out = {}
     for name, pattern in HELD.items():
-        files = sorted(glob.glob(pattern), key=ts._numbered)
-        out[name] = ts.collect(kb, [q for f in files for q in ts._questions(Path(f))],
-                               cache.with_suffix(f".{name}{cache.suffix}"))
+        out[name] = ts.collect(kb, ts.question_set(pattern), cache.with_suffix(f".{name}{cache.suffix}"))
     return out
 
 

@@ -478,6 +478,11 @@ def _questions(path: Path) -> list[dict]:
     return [json.loads(line) for line in path.read_text(encoding="utf-8").splitlines() if line.strip()]
 
 
+def question_set(pattern: str) -> list[dict]:
+    """The questions of every JSON Lines file ``pattern`` matches, in the files' numbered order (none for "")."""
+    return [q for f in sorted(glob.glob(pattern), key=_numbered) for q in _questions(Path(f))]
+
+
 def _numbered(name: str) -> list:
     """A file name's sort key with its numbers as numbers: questions-10 after questions-9."""
     return [int(t) if t.isdigit() else t for t in re.split(r"(\d+)", name)]

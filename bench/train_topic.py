@@ -21,7 +21,6 @@ holds. The held-out set, ``--validate`` (dev.jsonl) and the unseen set are score
 from __future__ import annotations
 
 import argparse
-import glob
 import json
 import sys
 from pathlib import Path
@@ -42,17 +41,6 @@ ROOT = ts.ROOT
 C_GRID = (1.0, 3.0, 10.0, 30.0)
 ABOVE_GRID = (0.8, 0.9, 0.95)
 GUARD_QUANTILE = 0.5
-
-
-def _set(pattern: str) -> list[dict]:
-    files = sorted(glob.glob(pattern), key=ts._numbered) if pattern else []
-    return [q for f in files for q in ts._questions(Path(f))]
-
-
-def _items(kb: KnowledgeBase, questions: list[dict], cache: Path | None) -> list[ts.Item]:
-    """The questions' items (pool with the question's vector, names found absent, nearness), gathered as the
-    answerer does; ``cache`` keeps them per set between runs."""
-    return ts.collect(kb, questions, cache)
 
 
 def _table(items: list[ts.Item], version: IndexVersion) -> dict[str, np.ndarray]:
@@ -106,14 +94,16 @@ def main() -> None:
         sys.exit("dev.jsonl is for validation only: the field check is never fitted on it")
     kb = KnowledgeBase(args.home)
     model = kb.asker.searcher.pin().meta["model"]
-    sets = {"training": _set(args.questions), "heldout": _set(args.heldout), "unseen": _set(args.unseen),
+    sets = {"training": ts.question_set(args.questions), "heldout": ts.question_set(args.heldout),
+            "unseen": ts.question_set(args.unseen),
             "validate": ts._questions(args.validate) if args.validate else []}
     tables = {}
     for name, questions in sets.items():
         if not questions:
             continue
         cache = args.cache.with_suffix(f".{name}{args.cache.suffix}") if args.cache else None
-        tables[name] = _table(_items(kb, questions, cache), kb.asker.searcher.pin())
+        # each question's pool (its vector, names found absent, nearness) gathered as the answerer does
+        tables[name] = _table(ts.collect(kb, questions, cache), kb.asker.searcher.pin())
         print(f"{name}: {len(questions)} questions gathered", file=sys.stderr)
     train = tables["training"]
     x, y, groups = train["x"], train["off"], train["group"]
