@@ -66,6 +66,11 @@ PASSAGES = {
         "Ray integrates with Dask and Modin for data processing.",
         "Run horovodrun with Intel(R) MPI and pass MCA parameters.",
     ]),
+    # two names by their shape that one document holds in different passages
+    "https://d2l.ai/multiple-gpus": ("Training on Multiple GPUs", [
+        "We train LeNet on two GPUs with the batch size unchanged.",
+        "The test accuracy on Fashion-MNIST stays roughly the same.",
+    ]),
     "https://papers.nips.cc/paper/4687": ("Large Scale Distributed Deep Networks", [
         "Jeffrey Dean, Greg Corrado and Rajat Monga describe Downpour SGD and Sandblaster L-BFGS.",
     ]),
@@ -194,6 +199,8 @@ def test_two_frequent_words_written_as_one_are_english_but_a_rarer_part_makes_a_
     "What command enables RDMA from macOS Recovery mode?",
     # "Grid Labs" is the address of the repository whose text says "Kubernetes"
     "Who maintains the Grid Labs Kubernetes templates?",
+    # two names side by side, each a name by its shape, that one document holds apart: no product "LeNet Fashion-MNIST"
+    "Why was there no speedup in d2l's LeNet Fashion-MNIST experiment?",
 ])
 def test_names_the_index_holds_are_not_refused(version: IndexVersion, question: str) -> None:
     assert names(version, question) == []
@@ -222,6 +229,8 @@ def test_names_the_index_holds_are_not_refused(version: IndexVersion, question: 
     ("Can dask-ml process the data on Ray?", "dask-ml"),
     # "vllm" occurs and "foundry" is English, but a lower-case head makes a package's name, not "Megatron-style"
     ("Can vllm-foundry train on Ray?", "vllm-foundry"),
+    # names by their shape that no one document holds together
+    ("How does the LeNet FlexFlow port scale?", "LeNet FlexFlow"),
     ("How does TACCL synthesize collectives?", "TACCL"),  # four capitals: a name
     ("What does torch.distributed.pipelining split?", "torch.distributed.pipelining"),  # a module path
 ])

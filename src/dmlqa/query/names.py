@@ -333,7 +333,6 @@ def candidate_names(question: str, concept: Callable[[str], bool] = lambda word:
     return list(dict.fromkeys(out))
 
 
-
 def _stands_alone(word: str) -> bool:
     """Can this word of a run be a name by itself? Not a capitalised common word: "Fabric" in
     "Lightning Fabric" or "Store" in "Mooncake Store" is part of a product's name."""
@@ -395,7 +394,7 @@ def _mentioned(evidence: Evidence, name: str) -> bool:
     # its words must meet in one passage (acronyms aside: "Horovod README" is the README of Horovod's page)
     met = rows_with(version, tokenize(" ".join(w for w in words if not _ACRONYM.fullmatch(w))), every=True)
     if not len(met):
-        return _meets_in_address(evidence, words)
+        return _meets_in_address(evidence, words) or _names_in_one_document(version, words)
     met_texts: list[str] | None = None
     variant = any(ch.isdigit() for ch in name)
 
@@ -424,7 +423,6 @@ def _mentioned(evidence: Evidence, name: str) -> bool:
     return reach[-1]
 
 
-
 def _release_met(evidence: Evidence, words: list[str], release: str) -> bool:
     """Does a passage holding the name's words write the release ("1.5" or "v1.5") right after one of them
     ("PyTorch v1.5" for "PyTorch DDP v1.5", "Gaudi(R) 2")? A "2" a few words on is a count or a citation."""
@@ -444,6 +442,20 @@ def _written_beside(evidence: Evidence, words: list[str], after: str, before: st
     named = "|".join(re.escape(w) for w in words if tokenize(w)) or "(?!)"
     sides = [rf"(?:{named}){MARK}[^\w\n]{{0,3}}{after}"] + ([rf"{before}[^\w\n]{{0,3}}(?:{named})"] if before else [])
     return evidence.stored_match(tuple(tokenize(" ".join(words))), re.compile("|".join(sides), re.I))
+
+
+#: A word that is a name by its shape: case inside it ("LeNet"), a digit, or parts joined ("Fashion-MNIST").
+_NAME_SHAPE = re.compile(r"[a-z][A-Z]|\d|\w[-_./+]\w")
+
+
+def _names_in_one_document(version: IndexVersion, words: list[str]) -> bool:
+    """Are the words names by their shape, side by side, that one document holds though no passage holds all?
+    "d2l's LeNet Fashion-MNIST experiment" names two things the d2l chapter speaks of in different passages, and
+    no product of that name; "Lightning Fabric" or "CUDA MPS" are written as one name and stay to be met whole."""
+    if len(words) < 2 or not all(_NAME_SHAPE.search(w) for w in words):
+        return False
+    return bool(set.intersection(*({version.doc_of(int(r)) for r in rows_with(version, tokenize(w), every=True)}
+                                   for w in words)))
 
 
 def _meets_in_address(evidence: Evidence, words: list[str]) -> bool:
