@@ -129,6 +129,8 @@ FIELD = frozenset({"parallelism", "strategies", "shards", "shard", "checkpointin
     ("How does TACCL build algorithms for a GPU topology?", ["TACCL"]),
     ("With Horovod built for NCCL GPU operations, what does AdaSum reduce?", ["Horovod", "NCCL", "GPU", "AdaSum"]),
     ("Which algorithms came with NCCL 3.0?", ["NCCL 3.0"]),
+    # capitals and digits in turn are a code name, one run of digits an abbreviation
+    ("Does a 2F2B schedule beat 1F1B on H100 GPUs in FP16?", ["2F2B", "1F1B"]),
     # a module path is a name, an abbreviation with dots is not
     ("How do I call torch.distributed.pipelining, e.g. on two stages?", ["torch.distributed.pipelining"]),
     ("Does it work on 8 GPUs?", []),
@@ -232,6 +234,7 @@ def test_names_the_index_holds_are_not_refused(version: IndexVersion, question: 
     # names by their shape that no one document holds together
     ("How does the LeNet FlexFlow port scale?", "LeNet FlexFlow"),
     ("How does TACCL synthesize collectives?", "TACCL"),  # four capitals: a name
+    ("What does the 2F2B schedule change?", "2F2B"),  # capitals and digits in turn: a name
     ("What does torch.distributed.pipelining split?", "torch.distributed.pipelining"),  # a module path
 ])
 def test_names_no_document_mentions_are_refused(version: IndexVersion, question: str, missing: str) -> None:

@@ -226,9 +226,11 @@ def _kind(w: _Word, concept: Callable[[str], bool]) -> str:
         # 2-bit (Adam), data-parallel; a quantity of several words describes what follows ("17-billion-parameter")
         return "joiner" if digits and sum(p.isalpha() for p in parts) < 2 else "plain"
     if _ACRONYM.fullmatch(text):
-        # four capitals or more name a thing of their own (NCCL, TACCL, NIXL); shorter ones and those with
-        # digits are the field's abbreviations that users and documents spell differently (GPU, FP16, BF16)
-        return "name" if len(text) >= 4 and text.isalpha() and text.isupper() else "joiner"
+        # four capitals or more name a thing of their own (NCCL, TACCL), and so do capitals and digits in turn
+        # (1F1B, 2F2B, DL4J: a schedule's or a library's code); shorter ones and those with one run of digits are
+        # the field's abbreviations that users and documents spell differently (GPU, FP16, H100)
+        turns = len(re.findall(r"[A-Z]+|\d+", text))
+        return "name" if (len(text) >= 4 and text.isalpha() and text.isupper()) or turns >= 3 else "joiner"
     if _SYMBOL.fullmatch(text):
         return "plain"  # beta2, lambda1: a paper's symbol spelt out (it writes β2), no name
     if digits:
@@ -449,9 +451,8 @@ _NAME_SHAPE = re.compile(r"[a-z][A-Z]|\d|\w[-_./+]\w")
 
 
 def _names_in_one_document(version: IndexVersion, words: list[str]) -> bool:
-    """Are the words names by their shape, side by side, that one document holds though no passage holds all?
-    "d2l's LeNet Fashion-MNIST experiment" names two things the d2l chapter speaks of in different passages, and
-    no product of that name; "Lightning Fabric" or "CUDA MPS" are written as one name and stay to be met whole."""
+    """Are the words names by their shape that one document holds apart? "d2l's LeNet Fashion-MNIST experiment"
+    names two things the d2l chapter speaks of in different passages; "Lightning Fabric" stays to be met whole."""
     if len(words) < 2 or not all(_NAME_SHAPE.search(w) for w in words):
         return False
     return bool(set.intersection(*({version.doc_of(int(r)) for r in rows_with(version, tokenize(w), every=True)}
