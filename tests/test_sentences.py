@@ -417,7 +417,21 @@ def test_hard_wrapped_html_prose_is_one_sentence_but_headings_and_code_stay_apar
       "Dockerfile offered for building mxnet and go env.",
       "The previews endpoint will preview all valid placements for your model."],
      []),
-], ids=["python-keyword-or-number", "mid-sentence"])
+    # a link or a code span set on a line of its own leaves a line too short to tell by its end: one ending on a
+    # small word or a comma, or one whose next line goes on with a verb, is no heading; a line of one word ending a
+    # sentence, or an "(e.g. ...)" aside, is the rest of the line before; a heading before a name stays apart
+    ("Here\nis an example on how to trigger Shardformer.\nThe\nobjective is to battle-test selected features.\n"
+     "Instead,\nfully_shard receives a Placements configuration.\ntorch.nn.Sequential\nis a convenient container.\n"
+     "Installing mesh-tensorflow does not automatically install or update\nTensorFlow. We recommend pip.\n"
+     'Any Tensor with a "batch" dimension\n(e.g. images and logits) is split across processors.\n'
+     "Dashboard\nexo includes a built-in dashboard.\nRequirements\n(optional) CUDA 12 for the GPU build.",
+     ["Here is an example on how to trigger Shardformer.", "The objective is to battle-test selected features.",
+      "Instead, fully_shard receives a Placements configuration.", "torch.nn.Sequential is a convenient container.",
+      "Installing mesh-tensorflow does not automatically install or update TensorFlow.",
+      'Any Tensor with a "batch" dimension (e.g. images and logits) is split across processors.',
+      "exo includes a built-in dashboard."],
+     ["Dashboard exo", "Requirements (optional)"]),
+], ids=["python-keyword-or-number", "mid-sentence", "short-line"])
 def test_a_hard_wrapped_line_goes_on_with_its_sentence(text: str, joined: list[str], apart: list[str]) -> None:
     got = roles(doc(text))
     for sentence in joined:

@@ -27,6 +27,16 @@ _NOT_CONTINUATION = re.compile(r"^\s*(?:[|#>`{}<$]|[-*•▪●◦‣]\s|\d{1,2}
                                r"import\s+[\w.]+\s*(?:,|as\b|$)|from\s+[\w.]+\s+import\b|(?:def|class)\s+\w+\s*[(:]|"
                                r"print\s*\(|return\b[^.]*$|(?:for|if|elif|else|while|with|try)\b.*:\s*$)")
 
+#: What a sentence goes on with after its subject, and no heading or sentence opens with: "Here" / "is an example
+#: ...", "torch.nn.Sequential" / "is a convenient container ..." (a link or a code span set on a line of its own).
+_GOES_ON = re.compile(r"^(?:is|are|was|were|has|have|had|can|could|will|would|should|must|may|might|does|do|did)\s")
+#: A line opening on one word that ends its sentence ("TensorFlow. We recommend ..."): no sentence of one word, but
+#: the last word of the line before.
+_LAST_WORD = re.compile(r"^[\w+-]+(?:\.\w+)*[.!?](?:\s+[A-Z]|$)")
+
+#: An aside the sentence before goes on with ("(e.g. images, h, logits) is split ..."); "(optional) CUDA 12" is none.
+_ASIDE = re.compile(r"\((?:e\.g\.|i\.e\.|see|such as|for example|for instance)[\s,]")
+
 #: A line that ends a sentence and stops a few words into the next ("... instruction sets. DeepSpeed uses"): prose,
 #: no heading, and the rest of that sentence is on the next line whatever its first letter ("AVX-2 by default ...").
 _MID_SENTENCE = re.compile(r"[a-z)][.!?]\s+[A-Z][\w-]*(?:\s+[\w,-]+){0,6}\s+[a-z]+$")
@@ -46,8 +56,14 @@ def continues(line: str, nxt: str) -> bool:
         # # should configure the run's persistent storage ...") is one sentence, as prose is.
         h, t = COMMENT.sub("", head), COMMENT.sub("", tail)
         return len(h.split()) >= 4 and t[:1].islower() and not re.search(r"[.!?:;]$", h)
-    if not head or not tail or _NOT_CONTINUATION.match(nxt) or len(head.split()) < 4:
+    if not head or not tail or _NOT_CONTINUATION.match(nxt):
         return False
+    if len(head.split()) < 4:
+        # a line too short to tell wrapped prose by its end, but one no heading is: it ends on a comma or a linking
+        # word ("The" / "objective is to ...", "Instead," / "fully_shard receives ..."), or the next goes on with a
+        # verb its words are the subject of ("Here" / "is an example ...")
+        return (tail[:1].islower() and not _NOT_CONTINUATION.match(head)
+                and (head.endswith(",") or _ENDS_LINKED.search(head) is not None or _GOES_ON.match(tail) is not None))
     if _NOT_CONTINUATION.match(head) and not ITEM_LINE.match(head):
         return False  # a table row, code or a quote does not wrap into prose (a list item may)
     if not _OPEN_END.search(head) or CODE_TOKENS.search(head) and not tail[:1].islower():
@@ -55,5 +71,7 @@ def continues(line: str, nxt: str) -> bool:
     letters = sum(ch.isalpha() or ch.isspace() for ch in head)
     if letters < 0.85 * len(head):
         return False  # code or a formula, not wrapped prose
+    if _LAST_WORD.match(tail) or _ASIDE.match(tail):
+        return True  # "... or update" / "TensorFlow.", "... a \"batch\" dimension" / "(e.g. images, ...) is split"
     return tail[:1].islower() or re.search(r"[,\-–(]$|\b[a-z]+$", head) is not None and (
         _ENDS_LINKED.search(head) is not None or _MID_SENTENCE.search(head) is not None)
