@@ -156,6 +156,10 @@ FIELD = frozenset({"parallelism", "strategies", "shards", "shard", "checkpointin
     ("How was Megatron-Turing NLG 1T split, and what fits in 175B?", ["Megatron-Turing NLG 1T"]),
     # a rare English word written capitalised mid-sentence may still name something ("Spotty Docker")
     ("How do I run my scripts inside the Spotty Docker container?", ["Spotty Docker"]),
+    # so does a rare lower-case one in a tool's place, but not a word made from another, nor one mid-phrase
+    ("How do I split a model into stages with pippy?", ["pippy"]),
+    ("Can I launch it with enroot and pyxis on Slurm?", ["enroot", "pyxis", "Slurm"]),
+    ("How does it deal with stragglers, and does it work with axolotl tanks?", []),
 ])
 def test_candidate_names(question: str, expected: list[str]) -> None:
     assert candidate_names(question, FIELD.__contains__) == expected
@@ -234,6 +238,7 @@ def test_names_the_index_holds_are_not_refused(version: IndexVersion, question: 
     # names by their shape that no one document holds together
     ("How does the LeNet FlexFlow port scale?", "LeNet FlexFlow"),
     ("How does TACCL synthesize collectives?", "TACCL"),  # four capitals: a name
+    ("Can I fine-tune a model on Ray with axolotl?", "axolotl"),  # rare English where the tool is named
     ("What does the 2F2B schedule change?", "2F2B"),  # capitals and digits in turn: a name
     ("What does torch.distributed.pipelining split?", "torch.distributed.pipelining"),  # a module path
 ])

@@ -30,6 +30,8 @@ BATCH_ROWS = 200
 CONCEPT_ROWS = 5
 #: A name's parts: letters, digits, "++".
 PIECE = re.compile(r"[A-Za-z]+|\d+|\+\+")
+#: An acronym: capitals and digits ("NCCL", "FP16", "1F1B"), perhaps plural ("GPUs").
+ACRONYM = re.compile(r"[A-Z0-9]+s?")
 MARK = r"(?:\((?:R|TM)\)|[®™])?"  # a trademark sign after a name ("Intel(R) Gaudi(R) 2")
 
 
@@ -178,3 +180,33 @@ class Evidence:
         rows = self._rows[terms]
         return any(pattern.search(t) for b in range(0, len(rows), BATCH_ROWS)
                    for _, t in row_texts(self.version, rows[b : b + BATCH_ROWS]))
+
+
+#: A word that is a name by its shape: case inside it ("LeNet"), a digit, or parts joined ("Fashion-MNIST").
+_NAME_SHAPE = re.compile(r"[a-z][A-Z]|\d|\w[-_./+]\w")
+
+
+def one_document_holds(version: IndexVersion, words: list[str]) -> bool:
+    """Are the words names by their shape that one document holds apart? "d2l's LeNet Fashion-MNIST experiment"
+    names two things the d2l chapter speaks of in different passages; "Lightning Fabric" stays to be met whole."""
+    if len(words) < 2 or not all(_NAME_SHAPE.search(w) for w in words):
+        return False
+    return bool(set.intersection(*({version.doc_of(int(r)) for r in rows_with(version, tokenize(w), every=True)}
+                                   for w in words)))
+
+
+def meets_in_address(evidence: Evidence, words: list[str]) -> bool:
+    """Do some of the words name a document by its title or address and the rest occur in its text?
+    "AWS Labs Kubernetes templates" are those of the repository at github.com/awslabs/…, whose pages
+    say "Kubernetes" but never "Labs": its words meet in no passage, yet the document is the one named."""
+    version = evidence.version
+    for size in range(len(words) - 1, 1, -1):  # one word of a run naming a document proves nothing: "Mooncake Store"
+        for start in range(len(words) - size + 1):
+            piece, rest = words[start : start + size], words[:start] + words[start + size :]
+            docs = evidence.addressed(" ".join(piece))
+            tokens = tokenize(" ".join(w for w in rest if not ACRONYM.fullmatch(w)))
+            if docs and tokens:
+                rows = rows_with(version, tokens, every=True)
+                if any(version.doc_of(int(r)) in docs for r in rows):
+                    return True
+    return False

@@ -8,8 +8,8 @@ answer a different question. So the names a question uses are checked against th
   a sentence, camel case (``DiLoCo``), identifiers (``shard_map``), acronyms of four capitals or more
   (``NCCL``), module paths (``jax.distributed.initialize``), product-like tokens with digits,
   ``+`` or hyphens (``fairseq2``, ``zero++``, ``deepspeed-ulysses``), quoted strings, runs of these
-  (``Lightning Fabric``, ``Vertex AI``), and lower-case words that are not English (``torchtitan``,
-  ``pjit``; "lopsided" is English): see :mod:`dmlqa.query.english` for what counts as English.
+  (``Lightning Fabric``, ``Vertex AI``), lower-case words that are not English (``torchtitan``, ``pjit``;
+  "lopsided" is English: see :mod:`dmlqa.query.english`), and rare English in a tool's place ("with pippy?").
 * **Mentioned** means what the index can show: every BM25 token of the name is in the version's
   vocabulary (or in a document's address), and a name of several words or parts occurs as that
   phrase in one passage, title or address. Two words that each occur somewhere ("Lightning" and
@@ -21,11 +21,11 @@ answer a different question. So the names a question uses are checked against th
 * A name not mentioned is reported with the closest spelling the index holds ("Megatron-LN" →
   "Megatron-LM"), so the refusal tells the user what to ask instead.
 
-Short acronyms (three capitals, or capitals with digits) are no names on their own: users and documents
-spell them differently ("FP8" vs "8-bit floating point", "GPU"), so their absence proves little; inside a run
-they count ("Vertex AI"). Four capitals or more name one thing (NCCL, TACCL, NIXL), and so does a module
-path (``torch.distributed.pipelining``): on the 1,632 answerable questions of bench/train and bench/heldout
-neither refused one, and they caught 9 more of their 213 unanswerable ones (0.901 to 0.939).
+Short acronyms (three capitals, or capitals with one run of digits) are no names on their own: users and
+documents spell them differently ("FP8" vs "8-bit floating point", "GPU"), so their absence proves little; inside
+a run they count ("Vertex AI"). Four capitals or more name one thing (NCCL, TACCL), as capitals and digits in turn
+(2F2B) and a module path (``torch.distributed.pipelining``) do: on the 1,632 answerable questions of bench/train
+and bench/heldout neither refused one, and they caught 9 more of their 213 unanswerable ones (0.901 to 0.939).
 """
 
 from __future__ import annotations
@@ -40,7 +40,19 @@ from dmlqa.index.versions import IndexVersion
 from dmlqa.models import Citation, Hit
 from dmlqa.query.english import common_word, english_ranks, english_word
 from dmlqa.query.language import other_language, other_script
-from dmlqa.query.mentions import BATCH_ROWS, MARK, PIECE, Evidence, concepts, row_texts, rows_with, tokens_known
+from dmlqa.query.mentions import (
+    ACRONYM,
+    BATCH_ROWS,
+    MARK,
+    PIECE,
+    Evidence,
+    concepts,
+    meets_in_address,
+    one_document_holds,
+    row_texts,
+    rows_with,
+    tokens_known,
+)
 from dmlqa.query.pinned import per_version
 
 __all__ = ["Unknown", "candidate_names", "concepts", "not_english", "name_refusal", "unknown_names"]
@@ -57,7 +69,6 @@ _OPENERS = frozenset(
 
 _WORD = re.compile(r"\w(?:[\w.+\-']*[\w+])?")
 _QUOTED = re.compile(r"[\"“”‘’']([^\"“”‘’']{2,60})[\"“”‘’']")
-_ACRONYM = re.compile(r"[A-Z0-9]+s?")
 
 
 @dataclass(frozen=True)
@@ -215,17 +226,17 @@ def _kind(w: _Word, concept: Callable[[str], bool]) -> str:
         return "name"  # camel case: DiLoCo, PyTorchJob, ZeRO
     parts = [p for p in re.split(r"[\-./]", text) if p]
     if len(parts) > 1:
-        if any(p[:1].isupper() for p in parts if not _ACRONYM.fullmatch(p)) and not w.sentence_start:
+        if any(p[:1].isupper() for p in parts if not ACRONYM.fullmatch(p)) and not w.sentence_start:
             return "name"  # Megatron-Turbo, Colossal-Auto
         if any(_part_is_name(p, concept) for p in parts):
             return "name"  # colossal-ai, deepspeed-ulysses, torch.distributed
         if any(p[:1].isupper() for p in parts):
-            return "name" if any(not _ACRONYM.fullmatch(p) for p in parts) else "joiner"
+            return "name" if any(not ACRONYM.fullmatch(p) for p in parts) else "joiner"
         if "." in text and all(len(p) >= 2 and p.isalpha() for p in parts):
             return "name"  # a module path: torch.distributed.pipelining, jax.distributed.initialize
         # 2-bit (Adam), data-parallel; a quantity of several words describes what follows ("17-billion-parameter")
         return "joiner" if digits and sum(p.isalpha() for p in parts) < 2 else "plain"
-    if _ACRONYM.fullmatch(text):
+    if ACRONYM.fullmatch(text):
         # four capitals or more name a thing of their own (NCCL, TACCL), and so do capitals and digits in turn
         # (1F1B, 2F2B, DL4J: a schedule's or a library's code); shorter ones and those with one run of digits are
         # the field's abbreviations that users and documents spell differently (GPU, FP16, H100)
@@ -241,6 +252,22 @@ def _kind(w: _Word, concept: Callable[[str], bool]) -> str:
         return "plain" if low in _OPENERS or english_word(low) else "name"
     # a rare lower-case word names one thing alone ("nanotron"); it joins no run: "Jeff Dean propose"
     return "plain" if len(text) < 3 or english_word(low) or concept(low) else "alone"
+
+
+#: The words before the tool a question asks about ("... fine-tuning in axolotl?"), and what may follow it.
+_TOOL_BEFORE = frozenset({"with", "using", "via", "in", "through", "from"})
+_TOOL_AFTER = re.compile(r"\s*(?:[?,.;!]|$|(?:to|for|and|or|on)\b)")
+#: Endings of English words made from others, which no tool's name has: "... deal with stragglers?"
+_ENGLISH_ENDING = re.compile(r"(?:(?<![ius])s|ing|ed|ly|tion|sion|ness|ment|ity|ance|ence|ism)$")
+
+
+def _tool_position(question: str, words: Sequence[_Word], i: int) -> bool:
+    """Is the word rare English where a question names its tool, at its end or before a conjunction ("... with pippy?",
+    "... with enroot and pyxis?")? Then it is a name, as "torchtune" is: no answerable bench question has one."""
+    w, before = words[i].text, words[i - 1].text.lower() if i else ""
+    tool_before = before in _TOOL_BEFORE or before in ("and", "or") and i > 1 and _tool_position(question, words, i - 2)
+    return (tool_before and w.islower() and len(w) >= 3 and _ENGLISH_ENDING.search(w) is None and not common_word(w)
+            and _TOOL_AFTER.match(question, words[i].end) is not None)
 
 
 def _part_is_name(part: str, concept: Callable[[str], bool]) -> bool:
@@ -295,6 +322,7 @@ def candidate_names(question: str, concept: Callable[[str], bool] = lambda word:
     """
     words = _words(question)
     kinds = [_kind(w, concept) for w in words]
+    kinds = ["alone" if k == "plain" and _tool_position(question, words, i) else k for i, k in enumerate(kinds)]
     quoted: list[tuple[int, int, str]] = []
     for m in _QUOTED.finditer(question):
         inner = m.group(1).strip()
@@ -319,7 +347,7 @@ def candidate_names(question: str, concept: Callable[[str], bool] = lambda word:
         while (j < len(words) and kinds[i] != "alone" and kinds[j] not in ("plain", "alone")
                and question[words[j - 1].end : words[j].start].strip() == ""):
             j += 1
-        if j - i > 1 and "name" in kinds[i:j] and all(_ACRONYM.fullmatch(w.text) for w in words[i:j]):
+        if j - i > 1 and "name" in kinds[i:j] and all(ACRONYM.fullmatch(w.text) for w in words[i:j]):
             # acronyms side by side are each their own: "NCCL GPU ops" are NCCL's GPU ops, no product, but
             # beside a name even a short one is checked ("CUDA MPS")
             out += [w.text for w in words[i:j]]
@@ -338,7 +366,7 @@ def candidate_names(question: str, concept: Callable[[str], bool] = lambda word:
 def _stands_alone(word: str) -> bool:
     """Can this word of a run be a name by itself? Not a capitalised common word: "Fabric" in
     "Lightning Fabric" or "Store" in "Mooncake Store" is part of a product's name."""
-    if not word[:1].isupper() or _ACRONYM.fullmatch(word) or len(PIECE.findall(word)) > 1:
+    if not word[:1].isupper() or ACRONYM.fullmatch(word) or len(PIECE.findall(word)) > 1:
         return True
     if re.search(r"[a-z][A-Z]|\d", word):
         return True
@@ -394,9 +422,9 @@ def _mentioned(evidence: Evidence, name: str) -> bool:
     if evidence.phrase_found(name):
         return True
     # its words must meet in one passage (acronyms aside: "Horovod README" is the README of Horovod's page)
-    met = rows_with(version, tokenize(" ".join(w for w in words if not _ACRONYM.fullmatch(w))), every=True)
+    met = rows_with(version, tokenize(" ".join(w for w in words if not ACRONYM.fullmatch(w))), every=True)
     if not len(met):
-        return _meets_in_address(evidence, words) or _names_in_one_document(version, words)
+        return meets_in_address(evidence, words) or one_document_holds(version, words)
     met_texts: list[str] | None = None
     variant = any(ch.isdigit() for ch in name)
 
@@ -444,36 +472,6 @@ def _written_beside(evidence: Evidence, words: list[str], after: str, before: st
     named = "|".join(re.escape(w) for w in words if tokenize(w)) or "(?!)"
     sides = [rf"(?:{named}){MARK}[^\w\n]{{0,3}}{after}"] + ([rf"{before}[^\w\n]{{0,3}}(?:{named})"] if before else [])
     return evidence.stored_match(tuple(tokenize(" ".join(words))), re.compile("|".join(sides), re.I))
-
-
-#: A word that is a name by its shape: case inside it ("LeNet"), a digit, or parts joined ("Fashion-MNIST").
-_NAME_SHAPE = re.compile(r"[a-z][A-Z]|\d|\w[-_./+]\w")
-
-
-def _names_in_one_document(version: IndexVersion, words: list[str]) -> bool:
-    """Are the words names by their shape that one document holds apart? "d2l's LeNet Fashion-MNIST experiment"
-    names two things the d2l chapter speaks of in different passages; "Lightning Fabric" stays to be met whole."""
-    if len(words) < 2 or not all(_NAME_SHAPE.search(w) for w in words):
-        return False
-    return bool(set.intersection(*({version.doc_of(int(r)) for r in rows_with(version, tokenize(w), every=True)}
-                                   for w in words)))
-
-
-def _meets_in_address(evidence: Evidence, words: list[str]) -> bool:
-    """Do some of the words name a document by its title or address and the rest occur in its text?
-    "AWS Labs Kubernetes templates" are those of the repository at github.com/awslabs/…, whose pages
-    say "Kubernetes" but never "Labs": its words meet in no passage, yet the document is the one named."""
-    version = evidence.version
-    for size in range(len(words) - 1, 1, -1):  # one word of a run naming a document proves nothing: "Mooncake Store"
-        for start in range(len(words) - size + 1):
-            piece, rest = words[start : start + size], words[:start] + words[start + size :]
-            docs = evidence.addressed(" ".join(piece))
-            tokens = tokenize(" ".join(w for w in rest if not _ACRONYM.fullmatch(w)))
-            if docs and tokens:
-                rows = rows_with(version, tokens, every=True)
-                if any(version.doc_of(int(r)) in docs for r in rows):
-                    return True
-    return False
 
 
 @per_version
