@@ -254,20 +254,22 @@ def _kind(w: _Word, concept: Callable[[str], bool]) -> str:
     return "plain" if len(text) < 3 or english_word(low) or concept(low) else "alone"
 
 
-#: The words before the tool a question asks about ("... fine-tuning in axolotl?"), and what may follow it.
+#: The words before the tool a question asks about ("... fine-tuning in axolotl?"), and what may follow it; endings
+#: of English words made from others, which no tool's name has ("... deal with stragglers?").
 _TOOL_BEFORE = frozenset({"with", "using", "via", "in", "through", "from"})
 _TOOL_AFTER = re.compile(r"\s*(?:[?,.;!]|$|(?:to|for|and|or|on)\b)")
-#: Endings of English words made from others, which no tool's name has: "... deal with stragglers?"
 _ENGLISH_ENDING = re.compile(r"(?:(?<![ius])s|ing|ed|ly|tion|sion|ness|ment|ity|ance|ence|ism)$")
 
 
-def _tool_position(question: str, words: Sequence[_Word], i: int) -> bool:
-    """Is the word rare English where a question names its tool, at its end or before a conjunction ("... with pippy?",
-    "... with enroot and pyxis?")? Then it is a name, as "torchtune" is: no answerable bench question has one."""
-    w, before = words[i].text, words[i - 1].text.lower() if i else ""
-    tool_before = before in _TOOL_BEFORE or before in ("and", "or") and i > 1 and _tool_position(question, words, i - 2)
-    return (tool_before and w.islower() and len(w) >= 3 and _ENGLISH_ENDING.search(w) is None and not common_word(w)
-            and _TOOL_AFTER.match(question, words[i].end) is not None)
+def _tool_places(question: str, words: Sequence[_Word]) -> set[int]:
+    """Rare English words where a question names its tool, at its end or before "and" ("with pippy?"): names."""
+    out: set[int] = set()
+    for i in range(1, len(words)):
+        w, before = words[i].text, words[i - 1].text.lower()
+        if ((before in _TOOL_BEFORE or before in ("and", "or") and i - 2 in out) and w.islower() and len(w) >= 3
+                and not _ENGLISH_ENDING.search(w) and not common_word(w) and _TOOL_AFTER.match(question, words[i].end)):
+            out.add(i)
+    return out
 
 
 def _part_is_name(part: str, concept: Callable[[str], bool]) -> bool:
@@ -321,8 +323,8 @@ def candidate_names(question: str, concept: Callable[[str], bool] = lambda word:
     ``concept`` tells a lower-case word of the field's own vocabulary (see :func:`concepts`).
     """
     words = _words(question)
-    kinds = [_kind(w, concept) for w in words]
-    kinds = ["alone" if k == "plain" and _tool_position(question, words, i) else k for i, k in enumerate(kinds)]
+    tools = _tool_places(question, words)
+    kinds = ["alone" if i in tools and k == "plain" else k for i, k in enumerate(_kind(w, concept) for w in words)]
     quoted: list[tuple[int, int, str]] = []
     for m in _QUOTED.finditer(question):
         inner = m.group(1).strip()
