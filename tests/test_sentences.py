@@ -424,13 +424,14 @@ def test_hard_wrapped_html_prose_is_one_sentence_but_headings_and_code_stay_apar
      "Instead,\nfully_shard receives a Placements configuration.\ntorch.nn.Sequential\nis a convenient container.\n"
      "Installing mesh-tensorflow does not automatically install or update\nTensorFlow. We recommend pip.\n"
      'Any Tensor with a "batch" dimension\n(e.g. images and logits) is split across processors.\n'
-     "Dashboard\nexo includes a built-in dashboard.\nRequirements\n(optional) CUDA 12 for the GPU build.",
+     "Dashboard\nexo includes a built-in dashboard.\nRequirements\n(optional) CUDA 12 for the GPU build.\n"
+     "Getting Started with Horovod\nNote. This requires MPI.",
      ["Here is an example on how to trigger Shardformer.", "The objective is to battle-test selected features.",
       "Instead, fully_shard receives a Placements configuration.", "torch.nn.Sequential is a convenient container.",
       "Installing mesh-tensorflow does not automatically install or update TensorFlow.",
       'Any Tensor with a "batch" dimension (e.g. images and logits) is split across processors.',
       "exo includes a built-in dashboard."],
-     ["Dashboard exo", "Requirements (optional)"]),
+     ["Dashboard exo", "Requirements (optional)", "Horovod Note"]),
 ], ids=["python-keyword-or-number", "mid-sentence", "short-line"])
 def test_a_hard_wrapped_line_goes_on_with_its_sentence(text: str, joined: list[str], apart: list[str]) -> None:
     got = roles(doc(text))

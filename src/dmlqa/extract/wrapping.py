@@ -71,7 +71,9 @@ def continues(line: str, nxt: str) -> bool:
     letters = sum(ch.isalpha() or ch.isspace() for ch in head)
     if letters < 0.85 * len(head):
         return False  # code or a formula, not wrapped prose
-    if _LAST_WORD.match(tail) or _ASIDE.match(tail):
-        return True  # "... or update" / "TensorFlow.", "... a \"batch\" dimension" / "(e.g. images, ...) is split"
+    if (_LAST_WORD.match(tail) or _ASIDE.match(tail)) and re.search(r"\b[a-z]+$", head):
+        # "... or update" / "TensorFlow.", "... a \"batch\" dimension" / "(e.g. images, ...) is split"; a heading in
+        # capitals ("Getting Started with Horovod" / "Note. ...") stays apart
+        return True
     return tail[:1].islower() or re.search(r"[,\-–(]$|\b[a-z]+$", head) is not None and (
         _ENDS_LINKED.search(head) is not None or _MID_SENTENCE.search(head) is not None)
