@@ -26,13 +26,13 @@ corpus of another field still answers the questions it holds.
 from __future__ import annotations
 
 import math
-import re
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from functools import lru_cache
 
 import numpy as np
 
+from dmlqa.catalog.urls import github_repo
 from dmlqa.errors import DmlqaError
 from dmlqa.index.versions import IndexVersion
 from dmlqa.query.pinned import per_version
@@ -138,10 +138,6 @@ class FieldCheck:
         return self.probability(qvec) > self.above
 
 
-#: A repository's name in its address: github.com/NVIDIA/Megatron-LM is "Megatron-LM".
-_REPOSITORY = re.compile(r"^(?:https?://)?(?:www\.)?github\.com/[^/]+/([^/#?]+)", re.I)
-
-
 @per_version
 def work_names(version: IndexVersion) -> frozenset[str]:
     """The names the index's works and projects go by: a title's first word as written ("ZeRO: Memory ..." is
@@ -153,10 +149,7 @@ def work_names(version: IndexVersion) -> frozenset[str]:
         first = (d.title or "").split(maxsplit=1)
         if first:
             out.add(first[0].strip(":,;."))
-        for u in (d.url, d.source_url, *d.aliases):
-            m = _REPOSITORY.match(u or "")
-            if m:
-                out.add(m.group(1).lower().removesuffix(".git"))
+        out.update(repo.split("/")[1] for u in (d.url, d.source_url, *d.aliases) if (repo := github_repo(u or "")))
     return frozenset(out)
 
 
