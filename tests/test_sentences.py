@@ -118,6 +118,39 @@ def test_a_footnote_number_glued_to_a_stop_ends_the_sentence_and_is_dropped() ->
         "Release 2.8 Followers were counted in the second study of the year."]
 
 
+def test_a_pdf_line_ending_a_sentence_before_one_opening_lower_case_ends_it() -> None:
+    """A figure's caption breaks into the running text, whose sentence goes on in lower case under it: read as one,
+    the caption's last sentence carried the other's tail into every quote of it. A wrapped address is no end."""
+    pdf = doc("Figure 4: Communication operations in a transformer layer. There\nare 4 total communication "
+              "operations in a single transformer layer.\ncontains a portion of the embedding table, an all-reduce "
+              "is required.\nSee https://developer.nvidia.\ncom/nccl for the library. It ships with CUDA, e.g.\n"
+              "the toolkit has it.", content_type="pdf")
+    assert [t for _, t in roles(pdf)] == [
+        "Figure 4: Communication operations in a transformer layer.",
+        "There are 4 total communication operations in a single transformer layer.",
+        "contains a portion of the embedding table, an all-reduce is required.",
+        "See https://developer.nvidia. com/nccl for the library.",
+        "It ships with CUDA, e.g. the toolkit has it."]
+    assert leans_back("contains a portion of the embedding table, an all-reduce is required.")
+
+
+def test_a_pdf_table_of_contents_is_page_furniture() -> None:
+    """A contents page's lines (section number, title, dot leaders or none, page number) ran into one "sentence"
+    of titles that named every topic of the paper; now each is furniture. Five such lines in a row, their page
+    numbers never going back, make a contents page: a numbered list of four, or lines whose numbers fall, do not."""
+    contents = ("Contents\n1 Introduction 3\n2 Switch Transformer 4\n2.1 Simplifying Sparse Routing . . . . . . . 5\n"
+                "2.2 Efficient Sparse Routing . . . . . . . 6\n3 Scaling Properties 11\n6 Related Work 24\n"
+                "A Switch for Attention 27\nThe router sends each token to one expert.")
+    got = roles(doc(contents, content_type="pdf"))
+    assert [r for r, _ in got[1:-1]] == [FURNITURE] * 7
+    assert got[1] == (FURNITURE, "1 Introduction 3") and got[3][1].startswith("2.1 Simplifying Sparse Routing .")
+    assert got[-1] == (PROSE, "The router sends each token to one expert.")
+    short = "We ran four models.\n1 ResNet on eight GPUs 3\n2 BERT on eight GPUs 4\n3 GPT on many GPUs 5\n4 T5 Large 6"
+    falling = "Results by size.\n1 Small model 30\n2 Base model 20\n3 Large model 10\n4 XL model 5\n5 XXL model 2"
+    for text in (short, falling):
+        assert FURNITURE not in [r for r, _ in roles(doc(text, content_type="pdf"))]
+
+
 def test_a_numbered_pdf_heading_on_its_own_line_is_split_from_the_sections_first_sentence() -> None:
     pdf = doc("3.2.2 Gradient Fusing\nThe idea of fusing is that collectives are faster\non large tensors. Fusing "
               "needs a buffer of 64 MB on every worker.\n4 EVALUATION\nWe run the benchmark on 8 GPUs of one "
@@ -341,7 +374,7 @@ def test_quoted_code_keeps_its_indentation_from_page_to_answer(tmp_path) -> None
 def test_a_paragraph_of_abbreviations_splits_in_linear_time() -> None:
     """200,000 characters of "et al." (no sentence ends there) once took minutes: each rejected
     boundary re-read the whole run before it. Now only the tail is read, so this is instant."""
-    from dmlqa.extract.sentences import _spans
+    from dmlqa.extract.boundaries import spans as _spans
 
     text = "Smith et al. Jones et al. " * 8000
     assert list(_spans(text, 0)) == [(0, len(text))]
@@ -351,7 +384,7 @@ def test_a_paragraph_of_abbreviations_splits_in_linear_time() -> None:
 def test_abbreviations_papers_write_do_not_end_a_sentence() -> None:
     """"Alg. 1", "(Eg. FP32/16 vs. INT8)", "w.r.t. Optimizer States": cut at each stop, the halves were fragments
     ("... directly applying Alg." / "1: 1) users have to ..."). A sentence that ends in a word does end."""
-    from dmlqa.extract.sentences import _spans
+    from dmlqa.extract.boundaries import spans as _spans
 
     def cut(text: str) -> list[str]:
         return [text[a:b] for a, b in _spans(text, 0)]
@@ -370,7 +403,7 @@ def test_abbreviations_papers_write_do_not_end_a_sentence() -> None:
 def test_an_equations_number_at_its_lines_end_stays_with_the_equation() -> None:
     """". (5)" ending an equation's line opened the next sentence ("(5) For other pipeline schedules, ..."); an
     enumeration inside a line ("We note two things. (1) The gate ...") still opens its item's sentence."""
-    from dmlqa.extract.sentences import _spans
+    from dmlqa.extract.boundaries import spans as _spans
 
     text = ("The total memory is:\nM = sbh 34 + 5as/h . (5)\nFor other schedules, the memory differs. We note two "
             "things. (1) The gate is fast. (2) It scales.")

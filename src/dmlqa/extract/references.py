@@ -16,6 +16,7 @@ from collections import Counter
 from dataclasses import dataclass, field, replace
 
 from dmlqa.catalog.urls import arxiv_year
+from dmlqa.extract.boundaries import spans  # the one sentence rule
 from dmlqa.extract.reference_entries import (
     AUTHOR_YEAR,
     Entry,
@@ -24,7 +25,7 @@ from dmlqa.extract.reference_entries import (
     split_entries,
     zone_lines,
 )
-from dmlqa.extract.sentences import QUOTABLE, _spans, classify  # the one sentence rule
+from dmlqa.extract.sentences import QUOTABLE, classify
 from dmlqa.models import BLOCK_SEPARATOR, ET_AL, Document, Reference
 
 #: Years a reference may have been published in.
@@ -454,7 +455,7 @@ def _sentence_at(text: str, pos: int, title: str) -> tuple[str, bool]:
     """(the sentence of ``text`` around ``pos``, whitespace collapsed and at most 400 characters;
     whether it reads as prose). Only the 1,200 characters around ``pos`` are split into sentences."""
     lo, hi = max(0, pos - 600), min(len(text), pos + 600)
-    for s, e in _spans(text[lo:hi], lo):
+    for s, e in spans(text[lo:hi], lo):
         if s <= pos < e:
             sentence = " ".join(text[s:e].split())
             return _window(sentence, len(" ".join(text[s:pos].split()))), classify(sentence, title=title) in QUOTABLE

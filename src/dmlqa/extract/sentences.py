@@ -14,6 +14,7 @@ import re
 from collections.abc import Iterator
 from dataclasses import dataclass
 
+from dmlqa.extract.boundaries import spans
 from dmlqa.extract.reference_entries import reference_zone
 from dmlqa.extract.tables import TABLE_LABEL, text_table_rows
 from dmlqa.extract.textscan import (
@@ -74,62 +75,10 @@ class Sentence:
         return self.role in QUOTABLE
 
 
-# -- splitting ---------------------------------------------------------------------------------------
-
-#: A sentence ends at . ! ? (plus closing quotes/brackets) followed by space and a capital, digit or
-#: opening bracket; not after common abbreviations or initials. Group ``gap`` is the gap between two sentences:
-#: the stop is matched rather than looked behind for, so that the engine skips to the next ". ! ?" (a
-#: pattern opening with a lookbehind is tried at every character, three times slower).
-#: A footnote's number glued to the stop ("... training data.8 Following ...") is no part of either sentence (group
-#: ``note``; only after a letter or a bracket: "version 2.8 Following" has no stop); an equation's number ending its
-#: line (". (5)" before "For other ...") stays with the equation rather than open the next sentence.
-_BOUNDARY = re.compile(r"[.!?](?P<note>(?<=[a-z)][.!?])[0-9]{1,2}(?=\s+[A-Z][a-z]))?"
-                       r"(?P<gap>[\"'”’)\]]*(?:[ \t]+\(\d{1,3}\)(?=[ \t]*\n))?\s+)(?=[\"'“‘(\[]?[A-Z0-9])")
-#: Where a run of list items was flattened into one line, each item begins (the gap before it is cut): a bullet in
-#: PDF text ("as follows: • Blocked quantized weights ... by 50%. • Hierarchical ..."), or a dash after a colon or a
-#: stop in HTML text (": - qwZ applies ... - hpZ eliminates ..."). As one sentence, the run was too long to quote.
-_BULLET_ITEM = re.compile(r"(?<=\S)\s+(?=[•▪●◦‣]\s+\S)")  # tried only where a bullet is: it opens with a lookbehind
-_DASH_ITEM = re.compile(r"[.:!?](\s+)(?=-\s+[A-Za-z])")
-#: Papers also write "Alg. 1", "(Eg. FP32/16 vs. INT8)", "w.r.t. Optimizer States": cut there, halves were fragments.
-_ABBREVIATIONS = ("e.g", "E.g", "Eg", "i.e", "I.e", "Ie", "et al", "etc", "vs", "cf", "Fig", "Figs", "Eq", "Eqs", "Eqn",
-                  "Sec", "Secs", "Sect", "No", "Ref", "Refs", "Tab", "Alg", "Algo", "Thm", "Appx", "w.r.t", "viz",
-                  "approx", "resp", "Neg", "Std", "Dr", "Mr", "Ms", "Prof", "Inc", "Ltd", "Jr", "St", "al")
-_NO_END = re.compile(r"(?:\b(?:" + "|".join(a.replace(".", r"\.") for a in _ABBREVIATIONS) + r")|\b[A-Z])\.$")
-#: How a text that :data:`_NO_END` matches ends: one ``endswith`` rules out most stops without the regex.
-_NO_END_TAILS = tuple(f"{a}." for a in _ABBREVIATIONS) + tuple(f"{c}." for c in "ABCDEFGHIJKLMNOPQRSTUVWXYZ")
 _FOLLOWING = re.compile(r"\b(?:the following|as follows)\b")
 _SENTENCE_END = re.compile(r"[.!?][\"'”’)\]]*$")
-_BULLETED = re.compile(r"[-•▪●◦‣]\s")  # an item split from the text it was flattened into (:func:`_spans`)
+_BULLETED = re.compile(r"[-•▪●◦‣]\s")  # an item split from the text it was flattened into (:func:`spans`)
 _PDF_LIKE = ("pdf",)
-
-
-def _spans(text: str, base: int) -> Iterator[tuple[int, int]]:
-    """Sentence spans (absolute offsets) of one paragraph's text; a list item flattened into it
-    (:data:`_BULLET_ITEM`, :data:`_DASH_ITEM`) starts a sentence of its own."""
-    cuts = [m.span(1) for m in _DASH_ITEM.finditer(text)] if "- " in text else []
-    if any(b in text for b in "•▪●◦‣"):
-        cuts = sorted(cuts + [m.span() for m in _BULLET_ITEM.finditer(text)])
-    at = 0
-    for start, end in cuts:
-        yield from _sentences(text, at, start, base)
-        at = end
-    yield from _sentences(text, at, len(text), base)
-
-
-def _sentences(text: str, start: int, end: int, base: int) -> Iterator[tuple[int, int]]:
-    """Sentence spans of ``text[start:end]`` (absolute offsets)."""
-    for m in _BOUNDARY.finditer(text, start, end):
-        stop = m.start() + 1
-        # Only the tail can end in an abbreviation (the longest is 7 characters): looking at the whole
-        # run since ``start`` made a paragraph of many "et al." quadratic (minutes for 200,000 chars).
-        tail = text[max(start, stop - 16) : stop]
-        if tail.endswith(_NO_END_TAILS) and _NO_END.search(tail):
-            continue
-        # closing quotes stay with it; a footnote's number goes with neither sentence
-        yield base + start, base + stop + (0 if m.group("note") else len(m.group("gap").rstrip()))
-        start = m.end()
-    if text[start:end].strip():
-        yield base + start, base + end
 
 
 #: A numbered section heading on a line of its own in PDF text ("3.2.2 Gradient Bucketing", "5 CONCLUSIONS",
@@ -166,25 +115,17 @@ def _heading_lines(block: str) -> Iterator[re.Match[str]]:
 
 
 def _paragraphs(block: str, pdf: bool) -> Iterator[tuple[int, int, str]]:
-    """(start, end, kind) of a block's paragraphs: PROSE, ITEM (a list item) or CODE (a line of a code block).
+    """(start, end, kind) of a block's paragraphs: PROSE, ITEM (a list item), CODE (a line of a code block) or
+    FURNITURE (a line of a table of contents).
 
-    In PDF text a newline is a line wrap, so the block is one paragraph but for the numbered section
-    headings on lines of their own (:data:`_PDF_HEADING_LINE`); elsewhere (HTML, markdown)
-    each line is a paragraph or a list item, which is what keeps list items apart, except a line
-    that stops mid-sentence and is continued by the next (:func:`continues`): that is one paragraph.
+    In PDF text a newline is a line wrap, so the block is one paragraph but for the numbered section headings
+    on lines of their own (:data:`_PDF_HEADING_LINE`) and a table of contents' lines; elsewhere (HTML, markdown)
+    each line is a paragraph or a list item, which is what keeps list items apart, except a line that stops
+    mid-sentence and is continued by the next (:func:`continues`): that is one paragraph.
     Between :data:`~dmlqa.extract.text.CODE_FENCE` lines each line is code of its own.
     """
     if pdf:
-        start = 0
-        for m in _heading_lines(block):
-            if len(m.group("title").split()) > HEADING_WORDS:
-                continue
-            if m.start("line") > start:
-                yield start, m.start("line"), PROSE
-            yield m.start("line"), m.end("line"), PROSE
-            start = m.end("line")
-        if start < len(block):
-            yield start, len(block), PROSE
+        yield from _outside_contents(_pdf_paragraphs(block), _contents_lines(block))
         return
     pos = 0
     current: tuple[int, int, str] | None = None
@@ -223,6 +164,60 @@ def _paragraphs(block: str, pdf: bool) -> Iterator[tuple[int, int, str]]:
         yield current
 
 
+def _pdf_paragraphs(block: str) -> Iterator[tuple[int, int, str]]:
+    """A PDF block's paragraphs: the text between its numbered heading lines, and those lines."""
+    start = 0
+    for m in _heading_lines(block):
+        if len(m.group("title").split()) > HEADING_WORDS:
+            continue
+        if m.start("line") > start:
+            yield start, m.start("line"), PROSE
+        yield m.start("line"), m.end("line"), PROSE
+        start = m.end("line")
+    if start < len(block):
+        yield start, len(block), PROSE
+
+
+#: A line of a table of contents: a section's number (or an appendix's letter), its title, maybe dot leaders, and
+#: its page number ("2.1 Simplifying Sparse Routing . . . . 5", "B Preventing Token Dropping 29").
+_CONTENTS_LINE = re.compile(r"^(?:\d{1,2}(?:\.\d{1,2})*\.?|[A-Z](?:\.\d{1,2})*)[ \t]+[A-Z][^\n]*?(?:[ \t]*\.){0,80}"
+                            r"[ \t]+(?P<page>\d{1,3})[ \t]*$", re.MULTILINE)
+#: So many lines in a row, their page numbers never going back, make a table of contents.
+CONTENTS_LINES = 5
+
+
+def _contents_lines(block: str) -> list[tuple[int, int]]:
+    """The spans of a PDF block's table of contents lines (:data:`_CONTENTS_LINE`, in runs of :data:`CONTENTS_LINES`
+    or more, page numbers never going back). Read as prose, they ran into "sentences" of titles and page numbers
+    ("22 6 Related Work 24 7 Discussion 25 ...") that name a paper's every topic, so came near many questions."""
+    if "\n" not in block:
+        return []
+    runs: list[list[re.Match[str]]] = []
+    for m in _CONTENTS_LINE.finditer(block):
+        run = runs[-1] if runs else None
+        if (run and block.count("\n", run[-1].end(), m.start()) == 1
+                and int(m.group("page")) >= int(run[-1].group("page"))):
+            run.append(m)
+        else:
+            runs.append([m])
+    return [m.span() for run in runs if len(run) >= CONTENTS_LINES for m in run]
+
+
+def _outside_contents(paragraphs: Iterator[tuple[int, int, str]],
+                      contents: list[tuple[int, int]]) -> Iterator[tuple[int, int, str]]:
+    """``paragraphs`` with the ``contents`` lines cut out of them, each such line a FURNITURE paragraph."""
+    for start, end, kind in paragraphs:
+        for a, b in contents:
+            if a >= end or b <= start:
+                continue
+            if a > start:
+                yield start, a, kind
+            yield max(a, start), min(b, end), FURNITURE
+            start = max(start, b)
+        if start < end:
+            yield start, end, kind
+
+
 def _reference_zone(doc: Document) -> tuple[int, int] | None:
     """(start, end) of a paper's reference list in ``doc.text`` (the rule lives with the reference
     parser). Its entries are sources, never answers (titles read like prose)."""
@@ -249,6 +244,10 @@ def split_document(doc: Document) -> list[Sentence]:
             continue
         for p_start, p_end, kind in _paragraphs(block.text, pdf):
             para = block.text[p_start:p_end]
+            if kind == FURNITURE:  # a table of contents' line
+                out.append(Sentence(doc.doc_id, offset + p_start, offset + p_end, " ".join(para.split()), FURNITURE,
+                                    block.page, block.section))
+                continue
             if kind == CODE:
                 text = " ".join(para.split())
                 if text.startswith("```"):
@@ -258,8 +257,8 @@ def split_document(doc: Document) -> list[Sentence]:
                 continue
             item = kind == ITEM
             # a list item is quoted whole, but for one too long to quote: its sentences are quoted instead
-            spans = [(p_start, p_end)] if item and p_end - p_start <= MAX_CHARS else list(_spans(para, p_start))
-            for s, e in spans:
+            cut = [(p_start, p_end)] if item and p_end - p_start <= MAX_CHARS else list(spans(para, p_start))
+            for s, e in cut:
                 raw = block.text[s:e]
                 text = " ".join(raw.split())
                 if not text:
