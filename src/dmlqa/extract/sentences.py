@@ -11,10 +11,11 @@ none of which reads as an answer. Pure functions: a document in, its sentences o
 from __future__ import annotations
 
 import re
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 
 from dmlqa.extract.boundaries import spans
+from dmlqa.extract.layout import contents_lines, header_line, running_headers, set_apart
 from dmlqa.extract.reference_entries import reference_zone
 from dmlqa.extract.tables import TABLE_LABEL, text_table_rows
 from dmlqa.extract.textscan import (
@@ -114,18 +115,18 @@ def _heading_lines(block: str) -> Iterator[re.Match[str]]:
         m = _PDF_HEADING_FIRST.match(block, pos)
 
 
-def _paragraphs(block: str, pdf: bool) -> Iterator[tuple[int, int, str]]:
+def _paragraphs(block: str, pdf: bool, furniture: Sequence[tuple[int, int]] = ()) -> Iterator[tuple[int, int, str]]:
     """(start, end, kind) of a block's paragraphs: PROSE, ITEM (a list item), CODE (a line of a code block) or
-    FURNITURE (a line of a table of contents).
+    FURNITURE (``furniture``: the spans of a PDF page's running header and table of contents lines).
 
     In PDF text a newline is a line wrap, so the block is one paragraph but for the numbered section headings
-    on lines of their own (:data:`_PDF_HEADING_LINE`) and a table of contents' lines; elsewhere (HTML, markdown)
+    on lines of their own (:data:`_PDF_HEADING_LINE`) and the ``furniture`` lines; elsewhere (HTML, markdown)
     each line is a paragraph or a list item, which is what keeps list items apart, except a line that stops
     mid-sentence and is continued by the next (:func:`continues`): that is one paragraph.
     Between :data:`~dmlqa.extract.text.CODE_FENCE` lines each line is code of its own.
     """
     if pdf:
-        yield from _outside_contents(_pdf_paragraphs(block), _contents_lines(block))
+        yield from set_apart(_pdf_paragraphs(block), furniture, FURNITURE)
         return
     pos = 0
     current: tuple[int, int, str] | None = None
@@ -178,46 +179,6 @@ def _pdf_paragraphs(block: str) -> Iterator[tuple[int, int, str]]:
         yield start, len(block), PROSE
 
 
-#: A line of a table of contents: a section's number (or an appendix's letter), its title, maybe dot leaders, and
-#: its page number ("2.1 Simplifying Sparse Routing . . . . 5", "B Preventing Token Dropping 29").
-_CONTENTS_LINE = re.compile(r"^(?:\d{1,2}(?:\.\d{1,2})*\.?|[A-Z](?:\.\d{1,2})*)[ \t]+[A-Z][^\n]*?(?:[ \t]*\.){0,80}"
-                            r"[ \t]+(?P<page>\d{1,3})[ \t]*$", re.MULTILINE)
-#: So many lines in a row, their page numbers never going back, make a table of contents.
-CONTENTS_LINES = 5
-
-
-def _contents_lines(block: str) -> list[tuple[int, int]]:
-    """The spans of a PDF block's table of contents lines (:data:`_CONTENTS_LINE`, in runs of :data:`CONTENTS_LINES`
-    or more, page numbers never going back). Read as prose, they ran into "sentences" of titles and page numbers
-    ("22 6 Related Work 24 7 Discussion 25 ...") that name a paper's every topic, so came near many questions."""
-    if "\n" not in block:
-        return []
-    runs: list[list[re.Match[str]]] = []
-    for m in _CONTENTS_LINE.finditer(block):
-        run = runs[-1] if runs else None
-        if (run and block.count("\n", run[-1].end(), m.start()) == 1
-                and int(m.group("page")) >= int(run[-1].group("page"))):
-            run.append(m)
-        else:
-            runs.append([m])
-    return [m.span() for run in runs if len(run) >= CONTENTS_LINES for m in run]
-
-
-def _outside_contents(paragraphs: Iterator[tuple[int, int, str]],
-                      contents: list[tuple[int, int]]) -> Iterator[tuple[int, int, str]]:
-    """``paragraphs`` with the ``contents`` lines cut out of them, each such line a FURNITURE paragraph."""
-    for start, end, kind in paragraphs:
-        for a, b in contents:
-            if a >= end or b <= start:
-                continue
-            if a > start:
-                yield start, a, kind
-            yield max(a, start), min(b, end), FURNITURE
-            start = max(start, b)
-        if start < end:
-            yield start, end, kind
-
-
 def _reference_zone(doc: Document) -> tuple[int, int] | None:
     """(start, end) of a paper's reference list in ``doc.text`` (the rule lives with the reference
     parser). Its entries are sources, never answers (titles read like prose)."""
@@ -232,19 +193,26 @@ def split_document(doc: Document) -> list[Sentence]:
         return []
     pdf = doc.content_type in _PDF_LIKE
     refs = _reference_zone(doc)
+    # each page's first block of text (not a table read cell by cell), where its running header is
+    tops = {b.page: i for i, b in reversed(list(enumerate(doc.blocks)))
+            if pdf and b.page is not None and not (b.section and TABLE_LABEL.match(b.section))}
+    headers = running_headers([doc.blocks[i].text for i in tops.values()])
+    tops_at = set(tops.values())
     out: list[Sentence] = []
     fences: list[int] = []  # where in ``out`` each code block opens and closes
     offset = 0
-    for block in doc.blocks:
+    for at, block in enumerate(doc.blocks):
         if pdf and block.section and TABLE_LABEL.match(block.section):
             # A table the PDF extractor read cell by cell (extract/tables.py): a line is a row with its headers.
             out += [Sentence(doc.doc_id, offset + s, offset + e, text, ROW, block.page, block.section)
                     for s, e, text in _lines(block.text) if text]
             offset += len(block.text) + len(BLOCK_SEPARATOR)
             continue
-        for p_start, p_end, kind in _paragraphs(block.text, pdf):
+        furniture = (header_line(block.text, headers) if at in tops_at else []) + contents_lines(block.text) \
+            if pdf else []
+        for p_start, p_end, kind in _paragraphs(block.text, pdf, furniture):
             para = block.text[p_start:p_end]
-            if kind == FURNITURE:  # a table of contents' line
+            if kind == FURNITURE:  # a running header or a table of contents' line
                 out.append(Sentence(doc.doc_id, offset + p_start, offset + p_end, " ".join(para.split()), FURNITURE,
                                     block.page, block.section))
                 continue
