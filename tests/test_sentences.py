@@ -214,6 +214,10 @@ def test_reference_section_of_a_paper_is_not_quotable() -> None:
 
 
 def test_source_reference_markers_and_glued_headings_are_removed_for_the_answer() -> None:
+    assert for_answer("Horovod is at https://github.com/uber/ horovod. See https://images.nvidia. com/content/volta/"
+                      " paper.pdf for the details, and https://x.org/ for more.") == (
+        "Horovod is at https://github.com/uber/horovod. See https://images.nvidia.com/content/volta/paper.pdf for the "
+        "details, and https://x.org/ for more.")
     assert for_answer("MiCS[40] keeps sub-groups small [12, 14] and uses hierarchy [3–5].") == (
         "MiCS keeps sub-groups small and uses hierarchy.")
     assert for_answer("3 DESIGN In this section we elaborate on the design.") == (

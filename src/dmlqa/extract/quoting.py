@@ -35,10 +35,36 @@ _FOOTNOTE_MARK = re.compile(r"^\d{1,2}(?=[A-Z][a-z]{2,}\b)")
 _STAMP = re.compile(r"\b\d{1,2}/\d{1,2}/\d{2,4},?\s+\d{1,2}:\d{2}\s*(?:AM|PM)?\b(?:\s+\d{1,3}/\d{1,3}\b)?", re.I)
 
 
+#: An address the PDF text layer wrapped over two lines, read with a space at the wrap ("https://github.com/uber/
+#: horovod.", "https://developer.nvidia. com/nccl"): the piece before the space ends as an address may go on.
+_URL_WRAP = re.compile(r"(https?://\S*?[/.\-_=?&#])\s+(\S+)")
+
+
+def _unwrapped_urls(text: str) -> str:
+    """``text`` with each address's wraps (:data:`_URL_WRAP`) closed where what follows reads as the address's rest:
+    a path or a host (it holds "/", ".", "=", a digit, ...) or a last word right before a stop or a comma ("uber/
+    horovod."). "https://x.org/ for details" stays as it is: "for" goes on as prose."""
+    def join(m: re.Match[str]) -> str:
+        rest = m[2]
+        core = rest.rstrip(".,;:)")
+        if core and (re.search(r"[/._=?&#\d]", core) or (core != rest and re.fullmatch(r"[\w\-~%]+", core))):
+            return m[1] + rest
+        return m[0]
+    for _ in range(4):  # an address wrapped twice is closed a wrap a pass
+        mended = _URL_WRAP.sub(join, text)
+        if mended == text:
+            break
+        text = mended
+    return text
+
+
 def for_answer(text: str) -> str:
     """A sentence as an answer quotes it: the source's reference markers, print stamps, markdown bold
-    markers, links to translations, a glued heading and a footnote's glued number removed."""
+    markers, links to translations, a glued heading and a footnote's glued number removed, and an address
+    wrapped over lines made whole."""
     t = _STAMP.sub("", text)
+    if "://" in text:
+        t = _unwrapped_urls(t)
     if COMMENT.match(t):  # a code comment reads as prose without its markers and step label ("# [5a]")
         t = re.sub(r"^\[\w{1,4}\]\s*", "", COMMENT_MARK.sub(" ", t).strip())
     values: list[str] = []  # data lists stand aside, as \x00n\x00, while the markers go
