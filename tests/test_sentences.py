@@ -214,6 +214,8 @@ def test_reference_section_of_a_paper_is_not_quotable() -> None:
 
 
 def test_source_reference_markers_and_glued_headings_are_removed_for_the_answer() -> None:
+    assert for_answer("It costs O( √ n) memory, delay (τ ) bounded, as in ( a ) and (b).") == (
+        "It costs O(√n) memory, delay (τ) bounded, as in (a) and (b).")
     assert for_answer("Horovod is at https://github.com/uber/ horovod. See https://images.nvidia. com/content/volta/"
                       " paper.pdf for the details, and https://x.org/ for more.") == (
         "Horovod is at https://github.com/uber/horovod. See https://images.nvidia.com/content/volta/paper.pdf for the "
