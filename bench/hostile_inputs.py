@@ -8,7 +8,10 @@
   (target: ≤ 30 s). The cells hold random letters so the page is not refused as one repeated pattern;
 - a page of ``--steps`` list items, each a paragraph, a one-line code block and a paragraph, which trafilatura
   writes on one line and extraction cuts apart again (``dmlqa.extract.html._unglued``), in this process: its CPU
-  seconds should grow with the page, not with its square.
+  seconds should grow with the page, not with its square;
+- a PDF of ``--pages`` pages, each under the same running header and holding a table of contents' run, a line of
+  100,000 spaces between a section number and a page number, and prose, through ``split_document`` (the layout
+  furniture of ``dmlqa.extract.layout``): its CPU seconds should grow with the pages.
 Prints one line per case; timings vary with the machine's load.
 """
 
@@ -23,7 +26,9 @@ from dmlqa.catalog.lists import parse_list
 from dmlqa.errors import ExtractError
 from dmlqa.extract.documents import extract_bytes
 from dmlqa.extract.html import extract_html
+from dmlqa.extract.sentences import split_document
 from dmlqa.extract.worker import TimedExtractor
+from dmlqa.models import Block, Document
 
 
 def cpu_seconds() -> float:
@@ -40,6 +45,7 @@ def main() -> None:
     ap.add_argument("--anchors", type=int, default=20_000)
     ap.add_argument("--tables", type=int, default=30_000)
     ap.add_argument("--steps", type=int, default=4_000)
+    ap.add_argument("--pages", type=int, default=400)
     ap.add_argument("--limit", type=float, default=60.0, help="extraction time limit, seconds")
     args = ap.parse_args()
 
@@ -77,6 +83,17 @@ def main() -> None:
         fenced = sum(b.text.count("```") for b in got.blocks) // 2
         print(f"extraction, {n:,} list items with a code block each: {cpu_seconds() - t0:.2f} CPU s, "
               f"{fenced:,} blocks fenced")
+
+    contents = "".join(f"{k} Section Title Number {k} . . . . . . . . {k + 2}\n" for k in range(1, 30))
+    for n in (args.pages // 4, args.pages):
+        pages = tuple(Block(f"A Hostile Paper Header\n{contents}3 A{' ' * 100_000}7\nThe method splits the model "
+                            f"across {i} devices. It works well.", page=i + 1) for i in range(n))
+        doc = Document(doc_id="h", url="https://example.org/h.pdf", title="Hostile", blocks=pages, content_type="pdf")
+        t0 = cpu_seconds()
+        got = split_document(doc)
+        furniture = sum(s.role == "furniture" for s in got)
+        print(f"sentences of a {n:,}-page PDF with a running header, a contents run and a 100,000-space line a page: "
+              f"{cpu_seconds() - t0:.2f} CPU s, {furniture:,} furniture lines")
 
 
 if __name__ == "__main__":
