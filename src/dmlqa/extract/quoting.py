@@ -35,6 +35,7 @@ _FOOTNOTE_MARK = re.compile(r"^\d{1,2}(?=[A-Z][a-z]{2,}\b)")
 _STAMP = re.compile(r"\b\d{1,2}/\d{1,2}/\d{2,4},?\s+\d{1,2}:\d{2}\s*(?:AM|PM)?\b(?:\s+\d{1,3}/\d{1,3}\b)?", re.I)
 
 
+#: The PDF text layer's gaps inside brackets and after a root sign ("O( √ n)", "(τ )"), closed in a quote.
 _OPEN_GAP, _CLOSE_GAP, _ROOT_GAP = re.compile(r"\(\s+(?=\S)"), re.compile(r"(?<=\S)\s+\)"), re.compile(r"√\s+")
 #: An address the PDF text layer wrapped over two lines, read with a space at the wrap ("https://github.com/uber/
 #: horovod.", "https://developer.nvidia. com/nccl"): the piece before the space ends as an address may go on.
@@ -88,6 +89,5 @@ def for_answer(text: str) -> str:
         t = t[m.end():].lstrip()
     t = _FOOTNOTE_MARK.sub("", t)
     t = re.sub(r"\s+([,.;:])", r"\1", t)
-    # the PDF text layer's spaces inside brackets and after a root sign ("O( √ n)", "(τ )"): "O(√n)", "(τ)"
     t = _ROOT_GAP.sub("√", _CLOSE_GAP.sub(")", _OPEN_GAP.sub("(", t)))
     return " ".join(t.split())
