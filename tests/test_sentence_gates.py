@@ -21,6 +21,8 @@ from dmlqa.extract import sentences as s
 _OLD_BOUNDARY = re.compile(r"(?<=[.!?])[\"'”’)\]]*\s+(?=[\"'“‘(\[]?[A-Z0-9])|(?<=[a-z0-9)\]][.!?])\n(?=[a-z])")
 #: The stop a line ends on before a lower-case line is no end after an address ("https://developer.nvidia." / "com").
 _OLD_ADDRESS = re.compile(r"(?:/|www\.|@)\S*\.$")
+#: Nor is the stop after a caption's label ("Figure 4. Communication operations ...").
+_OLD_LABEL = re.compile(r"\s*(?:Figure|Fig\.|Table|Tab\.|Algorithm|Alg\.|Listing)\s*(?:\d+|[IVX]+)[a-z]?\.")
 _OLD_NO_END = re.compile(r"(?:\b(?:e\.g|i\.e|et al|etc|vs|cf|Fig|Figs|Eq|Eqs|Sec|Secs|No|Ref|Refs|approx|resp|"
                          r"Dr|Mr|Ms|Prof|Inc|Ltd|Jr|St|al)|\b[A-Z])\.$")
 _OLD_CODE_TOKENS = re.compile(r"[{};=]|\(\)|\b(?:def|return|import|self|lambda|elif|torch|np|npx|print)\b|"
@@ -96,6 +98,8 @@ def _old_spans(text: str) -> Iterator[tuple[int, int]]:
     start = 0
     for m in _OLD_BOUNDARY.finditer(text):
         if _OLD_NO_END.search(text[max(start, m.start() - 16) : m.start()]):
+            continue
+        if m.start() - start <= 16 and _OLD_LABEL.fullmatch(text, start, m.start()):
             continue
         if m.group() == "\n" and text[m.end()].islower() and _OLD_ADDRESS.search(text, max(start, m.start() - 80),
                                                                                  m.start()):

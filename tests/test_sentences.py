@@ -134,6 +134,19 @@ def test_a_pdf_line_ending_a_sentence_before_one_opening_lower_case_ends_it() ->
     assert leans_back("contains a portion of the embedding table, an all-reduce is required.")
 
 
+def test_a_captions_label_does_not_end_a_sentence() -> None:
+    """"Figure 4. Communication operations in a transformer layer." was "Figure 4." (a caption) and a sentence of
+    prose, quoted in answers; it is one caption. "... as shown in Figure 4. The model ..." still ends at the label."""
+    pdf = doc("Figure 4. Communication operations in a transformer layer. Table 2. Model configurations used for "
+              "GPT-2.\nThe layer is split as shown in Figure 4. The model has four all-reduces in all.",
+              content_type="pdf")
+    assert roles(pdf) == [
+        (CAPTION, "Figure 4. Communication operations in a transformer layer."),
+        (CAPTION, "Table 2. Model configurations used for GPT-2."),
+        (PROSE, "The layer is split as shown in Figure 4."),
+        (PROSE, "The model has four all-reduces in all.")]
+
+
 def test_a_pdf_table_of_contents_is_page_furniture() -> None:
     """A contents page's lines (section number, title, dot leaders or none, page number) ran into one "sentence"
     of titles that named every topic of the paper; now each is furniture. Five such lines in a row, their page

@@ -37,6 +37,9 @@ _NO_END_TAILS = tuple(f"{a}." for a in _ABBREVIATIONS) + tuple(f"{c}." for c in 
 #: Lower-case words that follow a line ending in a stop without a sentence ending there: a wrapped address's
 #: host and path ("https://developer.nvidia." / "com/nccl"), a domain's next label ("www.chromium." / "org/...").
 _ADDRESS_TAIL = re.compile(r"(?:/|www\.|@)\S*$")
+#: A caption's label is no sentence of its own ("Figure 4. Communication operations in a transformer layer."): cut
+#: there, the caption's words were quoted as prose.
+_LABEL = re.compile(r"\s*(?:Figure|Fig\.|Table|Tab\.|Algorithm|Alg\.|Listing)\s*(?:\d+|[IVX]+)[a-z]?\.")
 
 
 def spans(text: str, base: int) -> Iterator[tuple[int, int]]:
@@ -62,6 +65,8 @@ def _sentences(text: str, start: int, end: int, base: int) -> Iterator[tuple[int
         if tail.endswith(_NO_END_TAILS) and _NO_END.search(tail):
             continue
         if m.group("lower") is not None and _ADDRESS_TAIL.search(text, max(start, stop - 80), stop - 1):
+            continue
+        if stop - start <= 16 and _LABEL.fullmatch(text, start, stop):
             continue
         # closing quotes stay with it; a footnote's number goes with neither sentence
         yield base + start, base + stop + (0 if m.group("note") else len(m.group("gap").rstrip()))
