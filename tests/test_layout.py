@@ -4,7 +4,7 @@ apart from the sentences, while the page text (what passages and BM25 read) keep
 from __future__ import annotations
 
 from dmlqa.extract.layout import contents_lines, header_line, running_headers, set_apart
-from dmlqa.extract.sentences import FURNITURE, PROSE, split_document
+from dmlqa.extract.sentences import FURNITURE, HEADING, PROSE, split_document
 from dmlqa.models import Block, Document
 
 _BODY = ["Pipelines split the model into stages.", "Each stage runs on one GPU of the node.",
@@ -31,6 +31,17 @@ def test_a_running_header_on_most_pages_is_furniture_and_its_sentences_read_whol
     assert (FURNITURE, "Published as a conference paper at ICLR 2021") in got
     assert (FURNITURE, "Smith, Jones and Lee 2 , Kim and Park") in got
     assert "Published as a conference paper" in doc.text  # the passages still read it
+
+
+def test_a_numbered_heading_right_under_a_running_header_stands_apart() -> None:
+    """Under a header the heading rule had no sentence end before the heading's line, so "4.1 HEURISTICS EXAMINED
+    We examine ..." stayed one sentence once the header was set apart."""
+    titles = ["HEURISTICS EXAMINED", "Stage Balance", "BUBBLES", "Schedules Compared", "WEIGHT STASHING", "Reduction"]
+    pages = [f"Published as a conference paper at ICLR 2021\n4.{i} {title}\n{body}"
+             for i, (title, body) in enumerate(zip(titles, _BODY, strict=True))]
+    got = [(s.role, s.text) for s in split_document(_paper(pages))]
+    assert [t for r, t in got if r == HEADING] == [f"4.{i} {title}" for i, title in enumerate(titles)]
+    assert [t for r, t in got if r == PROSE] == _BODY
 
 
 def test_a_first_line_on_few_pages_or_without_letters_is_no_header() -> None:

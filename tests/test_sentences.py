@@ -134,6 +134,25 @@ def test_a_pdf_line_ending_a_sentence_before_one_opening_lower_case_ends_it() ->
     assert leans_back("contains a portion of the embedding table, an all-reduce is required.")
 
 
+def test_numbered_headings_with_plus_signs_parentheses_or_numbers_stand_apart() -> None:
+    """"1.2 ZeRO++", "3.2 Hierarchical Partitioning for ZeRO (hpZ)" and "A PROOF OF THEOREM 3.1" were glued to their
+    section's first sentence (or read as prose); a line the heading rule finds is a heading, whole ("1. Introduction"
+    was "1." and "Introduction")."""
+    pdf = doc("1.2 ZeRO++\nIn this paper, we present a system of communication optimizations.\n3.2 Hierarchical "
+              "Partitioning for ZeRO (hpZ)\nZeRO-3 partitions all its model states across all its ranks.\nA PROOF OF "
+              "THEOREM 3.1\nIn this section, we provide a proof of the runtime.\n1. Introduction\nLarge models "
+              "need many devices to train.", content_type="pdf")
+    assert roles(pdf) == [
+        (HEADING, "1.2 ZeRO++"),
+        (PROSE, "In this paper, we present a system of communication optimizations."),
+        (HEADING, "3.2 Hierarchical Partitioning for ZeRO (hpZ)"),
+        (PROSE, "ZeRO-3 partitions all its model states across all its ranks."),
+        (HEADING, "A PROOF OF THEOREM 3.1"),
+        (PROSE, "In this section, we provide a proof of the runtime."),
+        (HEADING, "1. Introduction"),
+        (PROSE, "Large models need many devices to train.")]
+
+
 def test_a_captions_label_does_not_end_a_sentence() -> None:
     """"Figure 4. Communication operations in a transformer layer." was "Figure 4." (a caption) and a sentence of
     prose, quoted in answers; it is one caption. "... as shown in Figure 4. The model ..." still ends at the label."""

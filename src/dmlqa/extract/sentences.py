@@ -92,8 +92,9 @@ _PDF_LIKE = ("pdf",)
 #: prose), which may wrap onto a line of capitals ("B STRUCTURE OF A TYPICAL ML" / "PROGRAM" / "This ...").
 _CAPITALS_WRAPPED = (r"[A-Z][A-Z-]+(?:[ \t]+[A-Z0-9-]+)*[ \t]*\n[A-Z][A-Z0-9-]+(?:[ \t]+[A-Z0-9-]+){0,5}"
                      r"(?=[ \t]*\n[A-Z])")
-_HEADING_LINE = (r"(?:\d{1,2}(?:\.\d{1,2})*\.?|[A-Z]\.\d{0,2}|[IVX]{1,4}\.|[A-Z](?=[ \t]+[A-Z][A-Z0-9 \t-]*\n))"
-                 r"[ \t]+(?P<title>" + _CAPITALS_WRAPPED + r"|[A-Z][A-Za-z-]+(?:[ \t]+[^\s.!?:;,]+)*)[ \t]*\n(?=[A-Z])")
+_HEADING_LINE = (r"(?:\d{1,2}(?:\.\d{1,2})*\.?|[A-Z]\.\d{0,2}|[IVX]{1,4}\.|[A-Z](?=[ \t]+[A-Z][A-Z0-9 \t.-]*\n))"
+                 r"[ \t]+(?P<title>" + _CAPITALS_WRAPPED
+                 + r"|[A-Z][A-Za-z0-9+-]+(?:[ \t]+(?:\d+(?:\.\d+)+|[^\s.!?:;,]+))*)[ \t]*\n(?=[A-Z])")
 #: Opening with the newline (not a lookbehind or ``^`` alternative) lets the engine skip to each line
 #: start: twice as fast over a paper's text.
 _PDF_HEADING_LINE = re.compile(r"(?<=[.!?:])\n(?P<line>" + _HEADING_LINE + ")")
@@ -102,11 +103,11 @@ _PDF_HEADING_FIRST = re.compile(r"(?P<line>" + _HEADING_LINE + ")")
 HEADING_WORDS = 10
 
 
-def _heading_lines(block: str) -> Iterator[re.Match[str]]:
-    """A PDF block's numbered heading lines (:data:`_HEADING_LINE`): at its start, after a paragraph's end, and right
-    under another ("E PROTOTYPE IMPLEMENTATION" / "E.1 INTEGRATION INTO PYTORCH" / "To avoid ...")."""
-    pos = 0
-    m = _PDF_HEADING_FIRST.match(block)
+def _heading_lines(block: str, pos: int = 0) -> Iterator[re.Match[str]]:
+    """A PDF block's numbered heading lines (:data:`_HEADING_LINE`): at ``pos`` (its start, or where its running
+    header ends), after a paragraph's end, and right under another ("E PROTOTYPE IMPLEMENTATION" / "E.1
+    INTEGRATION INTO PYTORCH" / "To avoid ...")."""
+    m = _PDF_HEADING_FIRST.match(block, pos)
     while True:
         if m is None and (m := _PDF_HEADING_LINE.search(block, pos)) is None:
             return
@@ -116,8 +117,9 @@ def _heading_lines(block: str) -> Iterator[re.Match[str]]:
 
 
 def _paragraphs(block: str, pdf: bool, furniture: Sequence[tuple[int, int]] = ()) -> Iterator[tuple[int, int, str]]:
-    """(start, end, kind) of a block's paragraphs: PROSE, ITEM (a list item), CODE (a line of a code block) or
-    FURNITURE (``furniture``: the spans of a PDF page's running header and table of contents lines).
+    """(start, end, kind) of a block's paragraphs: PROSE, ITEM (a list item), CODE (a line of a code block),
+    HEADING (a PDF's numbered heading line) or FURNITURE (``furniture``: the spans of a PDF page's running header
+    and table of contents lines).
 
     In PDF text a newline is a line wrap, so the block is one paragraph but for the numbered section headings
     on lines of their own (:data:`_PDF_HEADING_LINE`) and the ``furniture`` lines; elsewhere (HTML, markdown)
@@ -126,7 +128,8 @@ def _paragraphs(block: str, pdf: bool, furniture: Sequence[tuple[int, int]] = ()
     Between :data:`~dmlqa.extract.text.CODE_FENCE` lines each line is code of its own.
     """
     if pdf:
-        yield from set_apart(_pdf_paragraphs(block), furniture, FURNITURE)
+        top = furniture[0][1] + 1 if furniture and furniture[0][0] == 0 else 0  # a heading may open under a header
+        yield from set_apart(_pdf_paragraphs(block, top), furniture, FURNITURE)
         return
     pos = 0
     current: tuple[int, int, str] | None = None
@@ -165,15 +168,16 @@ def _paragraphs(block: str, pdf: bool, furniture: Sequence[tuple[int, int]] = ()
         yield current
 
 
-def _pdf_paragraphs(block: str) -> Iterator[tuple[int, int, str]]:
-    """A PDF block's paragraphs: the text between its numbered heading lines, and those lines."""
+def _pdf_paragraphs(block: str, top: int = 0) -> Iterator[tuple[int, int, str]]:
+    """A PDF block's paragraphs: the text between its numbered heading lines (from ``top`` on), and those lines
+    (HEADING)."""
     start = 0
-    for m in _heading_lines(block):
+    for m in _heading_lines(block, top):
         if len(m.group("title").split()) > HEADING_WORDS:
             continue
         if m.start("line") > start:
             yield start, m.start("line"), PROSE
-        yield m.start("line"), m.end("line"), PROSE
+        yield m.start("line"), m.end("line"), HEADING  # "3.2 Hierarchical Partitioning for ZeRO (hpZ)" too
         start = m.end("line")
     if start < len(block):
         yield start, len(block), PROSE
@@ -212,8 +216,8 @@ def split_document(doc: Document) -> list[Sentence]:
             if pdf else []
         for p_start, p_end, kind in _paragraphs(block.text, pdf, furniture):
             para = block.text[p_start:p_end]
-            if kind == FURNITURE:  # a running header or a table of contents' line
-                out.append(Sentence(doc.doc_id, offset + p_start, offset + p_end, " ".join(para.split()), FURNITURE,
+            if kind in (FURNITURE, HEADING):  # a running header, a contents line, a numbered heading's line
+                out.append(Sentence(doc.doc_id, offset + p_start, offset + p_end, " ".join(para.split()), kind,
                                     block.page, block.section))
                 continue
             if kind == CODE:
