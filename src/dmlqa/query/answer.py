@@ -25,6 +25,7 @@ from dmlqa.query.citations import REFUSAL_PREFIX
 from dmlqa.query.names import concepts, name_refusal, not_english, unknown_names
 from dmlqa.query.prompt import MAX_QUESTION_CHARS
 from dmlqa.query.search import Filters, Searcher, SearchOptions, undated_excluded
+from dmlqa.query.subjects import unknown_subject
 from dmlqa.settings import Settings
 
 if TYPE_CHECKING:
@@ -281,7 +282,7 @@ class Asker:
             notices.append("read " + ", ".join(f"'{wrote}' as '{read}'" for wrote, read in fixes))
 
         hits = retrieve(self.searcher, version, asked_text(text, context), options)
-        unknown = unknown_names(version, text, hits)
+        unknown = unknown_names(version, text, hits) or unknown_subject(version, text, hits)
         if unknown:  # before either answerer: an LLM would answer from passages about something else
             return refuse(*name_refusal(version, unknown, hits), "; ".join(notices) or None, hits)
 
