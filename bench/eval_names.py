@@ -1,4 +1,5 @@
-"""Refusal by name (dmlqa.query.names) over the training questions: false refusals and misses.
+"""Refusal by name (dmlqa.query.names, then dmlqa.query.subjects) over the training questions: false refusals
+and misses.
 
     python bench/eval_names.py --home /tmp/snaphome [--questions 'bench/train/questions-*.jsonl'] [--show]
 
@@ -18,6 +19,7 @@ from pathlib import Path
 
 from dmlqa.index.versions import open_current
 from dmlqa.query.names import unknown_names
+from dmlqa.query.subjects import unknown_subject
 
 
 def main() -> None:
@@ -30,7 +32,7 @@ def main() -> None:
     questions = [json.loads(line) for f in sorted(glob.glob(args.questions)) for line in open(f) if line.strip()]
     false_refusals, caught, unanswerable, off_topic = [], [], [], []
     for q in questions:
-        unknown = unknown_names(version, q["question"])
+        unknown = unknown_names(version, q["question"]) or unknown_subject(version, q["question"])
         if q.get("kind") == "off-topic":
             off_topic.append(bool(unknown))
             continue
