@@ -487,6 +487,23 @@ def test_markdown_headings_become_sections() -> None:
     assert ex.blocks[3].text == "Empty heading\nResults\nResults text."  # heading-only section kept
 
 
+def test_a_readmes_badges_and_images_leave_no_labels_in_the_text() -> None:
+    """An image's alt text labels a picture: a README's badge row had become "GitHub Repo stars Build ..." glued to
+    the next line's words. Links keep their text; an image inside a sentence leaves the sentence whole."""
+    readme = (b"# Colossal-AI\n\n"
+              b"[![GitHub Repo stars](https://img.shields.io/github/stars/x/y?style=social)](https://github.com/x/y)\n"
+              b"[![Build](https://github.com/x/y/badge.svg)](https://github.com/x/y/actions) "
+              b"[![slack badge](https://img.shields.io/badge/Slack-join.svg)](https://slack.com/x)\n\n"
+              b"Colossal-AI needs a GPU of [compute capability](https://developer.nvidia.com/cc) 7.0 or higher, as "
+              b"![diagram](arch.png) the figure shows.\n")
+    ex = extract_bytes(readme, "text/markdown")
+    assert [line for line in ex.text.split("\n") if line] == [
+        "Colossal-AI",
+        "Colossal-AI needs a GPU of compute capability 7.0 or higher, as the figure shows."], ex.text
+    ex = extract_bytes(MARKDOWN.encode(), "text/markdown")
+    assert "Intro paragraph with a link to the paper and." in ex.blocks[0].text and "a figure" not in ex.text
+
+
 def test_markdown_by_url_suffix_and_plain_text() -> None:
     ex = extract_bytes(
         MARKDOWN.encode(), "text/plain", url="https://raw.githubusercontent.com/a/b/main/README.md"

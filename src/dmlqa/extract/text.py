@@ -49,13 +49,18 @@ class Extracted:
 #: An ATX heading (``## Title``) and a setext underline (``=====``), as CommonMark writes them.
 ATX_HEADING = re.compile(r"^ {0,3}(#{1,6})[ \t]+(.+?)(?:[ \t]+#+)?[ \t]*$")
 SETEXT_RULE = re.compile(r"^ {0,3}(?:=+|-+)[ \t]*$")
-_IMAGE = re.compile(r"!\[([^\]]*)\]\([^)]*\)")
-_LINK = re.compile(r"\[([^\]]+)\]\([^)\s]*(?:\s+\"[^\"]*\")?\)")
+_IMAGE = re.compile(r"[ \t]?!\[[^\]]*\]\([^)]*\)")
+_LINK = re.compile(r"\[([^\]]*)\]\([^)\s]*(?:\s+\"[^\"]*\")?\)")
 
 
 def strip_links(line: str) -> str:
-    """Markdown images and links reduced to their text (``[GPipe](https://…)`` → ``GPipe``)."""
-    return _LINK.sub(r"\1", _IMAGE.sub(r"\1", line))
+    """Markdown links reduced to their text (``[GPipe](https://…)`` → ``GPipe``) and images left out.
+
+    An image's alt text labels a picture, and is no text the page shows: a README's badges
+    (``[![GitHub Repo stars](…)](…)`` ``[![Build](…)](…)``) had become a run of labels glued to its first
+    sentence, "GitHub Repo stars Build Documentation CodeFactor ...". trafilatura leaves an HTML page's
+    images out the same way."""
+    return _LINK.sub(r"\1", _IMAGE.sub("", line))
 
 
 def norm_space(s: str) -> str:
