@@ -7,7 +7,7 @@ from fixtures_docs import prose
 
 from dmlqa.extract.documents import extract_bytes, to_document
 from dmlqa.extract.sentences import ROW, split_document
-from dmlqa.extract.tables import table_rows
+from dmlqa.extract.tables import caption_labels, table_rows
 from dmlqa.models import Resource
 
 fpdf = pytest.importorskip("fpdf", reason="fpdf2 (test extra) draws the table PDFs")
@@ -96,3 +96,27 @@ def test_a_spanning_cell_is_carried_down_and_wrapped_compounds_rejoined() -> Non
 ])
 def test_grids_that_are_no_data_table_give_no_rows(grid: list[list[str]]) -> None:
     assert table_rows("Table 1", grid) == []
+
+
+def _caption(top: float, label: str, x0: float = 100.0, x1: float = 200.0) -> tuple[float, float, float, float, str]:
+    return (top, top + 10.0, x0, x1, label)
+
+
+def test_each_caption_names_one_table_on_the_side_the_page_sets_its_captions() -> None:
+    """Boxes are (x0, top, x1, bottom) in PDF points, top down. Captions over their tables: the caption under the
+    first table is the second table's, never the first's, however close (the snapshot's "Table 4" over Table 3's
+    rows)."""
+    over = [(100, 300, 500, 400), (100, 460, 500, 600)]
+    assert caption_labels(over, [_caption(285, "Table 3"), _caption(445, "Table 4")]) == ["Table 3", "Table 4"]
+    # captions under their tables: the same by the other side
+    under = [(100, 100, 500, 200), (100, 260, 500, 400)]
+    assert caption_labels(under, [_caption(205, "Table 1"), _caption(405, "Table 2")]) == ["Table 1", "Table 2"]
+    # one caption names one box: a figure's boxes beside the table get none
+    boxes = [(100, 100, 300, 200), (100, 210, 300, 260), (100, 300, 500, 400)]
+    assert caption_labels(boxes, [_caption(285, "Table 3")]) == [None, None, "Table 3"]
+    # the closest pair of the page first, whichever box comes first: a figure across the page's other column does
+    # not take the caption under the table of its own column
+    boxes = [(307, 67, 539, 134), (74, 134, 268, 230)]
+    assert caption_labels(boxes, [_caption(240, "Table 6", 139, 168)]) == [None, "Table 6"]
+    # no caption within reach: no table
+    assert caption_labels([(100, 100, 500, 200)], [_caption(700, "Table 9")]) == [None]

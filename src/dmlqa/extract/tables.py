@@ -77,21 +77,54 @@ def page_tables(page: object) -> list[Table]:
                 for m in page.search(r"(?:Table|TABLE)\s*(?:\d+|[IVX]+)\s*[:.|]")]  # type: ignore[attr-defined]
     if not captions:
         return []
+    tables = list(page.find_tables())  # type: ignore[attr-defined]
     found = []
-    for table in page.find_tables():  # type: ignore[attr-defined]
-        x0, top, x1, bottom = table.bbox
-        # The nearest caption above or below; one in the table's own column first (a two-column page
-        # may have another table's caption level with it), but a caption set left of a centred table counts.
-        near = [(not (c_x0 < x1 and x0 < c_x1), min(abs(c_top - bottom), abs(top - c_bottom)), label)
-                for c_top, c_bottom, c_x0, c_x1, label in captions]
-        near = [n for n in near if n[1] <= CAPTION_DISTANCE]
-        if not near:
+    for table, label in zip(tables, caption_labels([t.bbox for t in tables], captions), strict=True):
+        if label is None:
             continue
-        _, _, label = min(near)
         lines = table_rows(label, table.extract())
         if lines:
-            found.append((top, Table(label=label, text="\n".join(lines))))
+            found.append((table.bbox[1], Table(label=label, text="\n".join(lines))))
     return [t for _, t in sorted(found, key=lambda x: x[0])]
+
+
+def caption_labels(boxes: Sequence[tuple[float, float, float, float]],
+                   captions: Sequence[tuple[float, float, float, float, str]]) -> list[str | None]:
+    """The caption label of each table box (x0, top, x1, bottom), or None: each caption names one table.
+
+    A page sets its tables' captions above them (most papers) or below; the side that captions more of the page's
+    tables is the page's, above on a tie. On that side the closest pairs of the whole page are matched first,
+    within :data:`CAPTION_DISTANCE`, a caption in the table's own column before one across (a two-column page may
+    have another table's caption level with it); a table left without one takes the nearest free caption on the
+    other side. Taking each table's nearest caption on either side had read a table by the caption of the table
+    under it ("Table 4" for Table 3's rows) and named three boxes of one page by one caption.
+    """
+    def assign(side: str) -> list[int | None]:
+        pairs = []
+        for i, (x0, top, x1, bottom) in enumerate(boxes):
+            for k, (c_top, c_bottom, c_x0, c_x1, _) in enumerate(captions):
+                gap = top - c_bottom if side == "above" else c_top - bottom
+                if -1.0 <= gap <= CAPTION_DISTANCE:
+                    pairs.append((not (c_x0 < x1 and x0 < c_x1), gap, i, k))
+        got: list[int | None] = [None] * len(boxes)
+        used: set[int] = set()
+        for _, _, i, k in sorted(pairs):  # the closest pairs first, over the whole page
+            if got[i] is None and k not in used:
+                got[i] = k
+                used.add(k)
+        return got
+
+    above, below = assign("above"), assign("below")
+    first, other = (above, below) if sum(k is not None for k in above) >= sum(k is not None for k in below) \
+        else (below, above)
+    used = {k for k in first if k is not None}
+    labels: list[str | None] = []
+    for i, k in enumerate(first):
+        if k is None and other[i] is not None and other[i] not in used:
+            k = other[i]
+            used.add(k)
+        labels.append(captions[k][4] if k is not None else None)
+    return labels
 
 
 def _label(caption: str) -> str:
