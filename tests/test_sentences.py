@@ -664,6 +664,26 @@ def test_pdf_table_rows_are_split_from_the_sentence_they_are_glued_into() -> Non
     assert ROW not in [s.role for s in split_document(no_caption)]  # numbers without a "Table N:" are no table
 
 
+def test_a_text_layer_row_the_table_finder_read_with_its_headers_is_not_quoted_bare() -> None:
+    """The page's text holds a table's rows as bare figures, and the table finder's block (extract/tables.py) the
+    same rows with their headers: only the headed one is quoted; a bare row it did not read stays a row."""
+    page = ("Ulysses beats ring attention on one node at every sequence length we tried.\n"
+            "group_num bs seqlen ulysses_degree lb-ring\n4 1 32K 8 136.375\n4 1 32K 1 113.79\n4 1 128K 1 2.91\n"
+            "Table 3: Throughput (iters/sec) of SP-Unified on one node.\nThe degree of 8 is the fastest of them all.")
+    headed = ("Table 3: group_num · bs · seqlen · ulysses_degree · lb-ring — 4 · 1 · 32K · 8 · 136.375\n"
+              "Table 3: group_num · bs · seqlen · ulysses_degree · lb-ring — 4 · 1 · 32K · 1 · 113.79")
+    d = Document(doc_id="d", url="https://x.org/d.pdf", title="USP", content_type="pdf",
+                 blocks=(Block(page, page=8), Block(headed, page=8, section="Table 3")))
+    got = [(s.role, s.text) for s in split_document(d) if any(ch.isdigit() for ch in s.text[:12])]
+    assert (FURNITURE, "4 1 32K 8 136.375") in got and (FURNITURE, "4 1 32K 1 113.79") in got
+    assert (ROW, "4 1 128K 1 2.91") in got  # the finder did not read this one: the figures alone are all there is
+    assert [t for r, t in got if r == ROW and " — " in t] == headed.split("\n")
+    # on another page the same figures are a row of that page's table
+    other = Document(doc_id="d", url="https://x.org/d.pdf", title="USP", content_type="pdf",
+                     blocks=(Block(page, page=8), Block(headed, page=9, section="Table 3")))
+    assert (ROW, "4 1 32K 1 113.79") in [(s.role, s.text) for s in split_document(other)]
+
+
 def test_a_code_comment_announces_the_line_under_it() -> None:
     d = doc("trainer = Trainer(\n# [3a] If you train on many machines, this is where you\n"
             "# should configure storage that every worker node can reach.\n"

@@ -17,7 +17,7 @@ from dataclasses import dataclass
 from dmlqa.extract.boundaries import spans
 from dmlqa.extract.layout import contents_lines, header_line, running_headers, set_apart
 from dmlqa.extract.reference_entries import reference_zone
-from dmlqa.extract.tables import TABLE_LABEL, text_table_rows
+from dmlqa.extract.tables import TABLE_LABEL, row_parts, text_table_rows
 from dmlqa.extract.textscan import (
     CODE_TOKENS,
     COMMENT,
@@ -31,7 +31,7 @@ from dmlqa.extract.textscan import (
     number_run,
 )
 from dmlqa.extract.wrapping import ITEM_LINE, continues
-from dmlqa.models import BLOCK_SEPARATOR, Document
+from dmlqa.models import BLOCK_SEPARATOR, Block, Document
 
 #: Roles a sentence may have; only QUOTABLE ones are stored for an answer. A SNIPPET (a code or
 #: command line that a sentence ending in ':', a code comment or a prose sentence right before a short
@@ -202,6 +202,7 @@ def split_document(doc: Document) -> list[Sentence]:
             if pdf and b.page is not None and not (b.section and TABLE_LABEL.match(b.section))}
     headers = running_headers([doc.blocks[i].text for i in tops.values()])
     tops_at = set(tops.values())
+    headed = _headed_rows(doc.blocks) if pdf else {}
     out: list[Sentence] = []
     fences: list[int] = []  # where in ``out`` each code block opens and closes
     offset = 0
@@ -243,12 +244,29 @@ def split_document(doc: Document) -> list[Sentence]:
                         role = ROW
                 out.append(Sentence(doc.doc_id, offset + s, offset + e, text, role, block.page, block.section))
         if pdf and not (refs and refs[0] <= offset < refs[1]):
-            out += [Sentence(doc.doc_id, offset + s, offset + e, text, ROW, block.page, block.section)
+            # a row the table finder read with its headers is quoted that way; its bare figures are not
+            out += [Sentence(doc.doc_id, offset + s, offset + e, text,
+                             FURNITURE if tuple(text.split()) in headed.get(block.page, ()) else ROW,
+                             block.page, block.section)
                     for s, e, text in text_table_rows(block.text)]
         offset += len(block.text) + len(BLOCK_SEPARATOR)
     if pdf:
         return sorted(out, key=lambda x: (x.start, x.role == ROW))  # a row after the sentence it is glued into
     return _indented(doc.text, _listings(_announced_snippets(_lead_ins(out, fences)), fences))
+
+
+def _headed_rows(blocks: Sequence[Block]) -> dict[int | None, set[tuple[str, ...]]]:
+    """Per page, the figures of each row a table finder read with its headers (extract/tables.py), as the page's
+    text layer writes the same row: "4 1 32K 32 128 1 81.985 113.79" beside "Table 3: group_num · bs · ... —
+    4 · 1 · ... · 113.79". The bare one said nothing of what its figures measure, and was quoted as often."""
+    out: dict[int | None, set[tuple[str, ...]]] = {}
+    for b in blocks:
+        if b.section and TABLE_LABEL.match(b.section):
+            for line in b.text.split("\n"):
+                parts = row_parts(line)
+                if parts is not None:
+                    out.setdefault(b.page, set()).add(tuple(" ".join(parts[2]).split()))
+    return out
 
 
 def _indented(text: str, out: list[Sentence]) -> list[Sentence]:
