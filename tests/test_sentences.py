@@ -741,6 +741,23 @@ def test_a_tool_name_a_short_command_and_the_following_are_announced_code() -> N
     assert [r for r, _ in roles(d)][:2] == [PROSE, SNIPPET] and roles(d)[2][0] != SNIPPET
 
 
+def test_a_quote_opening_with_a_link_to_a_sentence_not_quoted_before_it_is_quoted_without_the_link() -> None:
+    """"However," or "Second," ties a sentence to the one before it in its source; quoted after another document's
+    sentence it would read as contrasting or continuing that one. The citation keeps the source's words."""
+    a = Candidate(0, "a", 4, "Mooncake keeps the KVCache of every request in a disaggregated pool.", PROSE, 1)
+    b = Candidate(1, "b", 7, "However, waiting for KVCache stored on lower-tier storage may violate the SLO.", PROSE, 2)
+    c = Candidate(1, "b", 8, "Second, fully_shard is called on each module.", PROSE, 2)
+    hits = [Hit(rank=i + 1, score=1.0, doc_id=d, url=f"https://x.org/{d}", title=d.upper(), page=None, section=None,
+                text="") for i, d in enumerate("ab")]
+    body, cites = compose([a, b, c], hits)
+    assert body == ("Mooncake keeps the KVCache of every request in a disaggregated pool. [1] Waiting for KVCache "
+                    "stored on lower-tier storage may violate the SLO. [2] Second, fully_shard is called on each "
+                    "module. [2]")  # the last follows its source's sentence before it: its link reads as written
+    assert cites[1].quote.startswith("However, waiting")
+    lone, _ = compose([c], hits)
+    assert lone == "fully_shard is called on each module. [1]"  # a name's case is its own
+
+
 def test_a_pdf_tables_row_reads_alone_with_each_value_under_its_header() -> None:
     """A PDF table's row names its table and columns ("Table 2: Scheme · GPUs — PTD-P · 384"): the answer
     quotes it alone, not after the table's first row as a header (that row is a row of figures too)."""

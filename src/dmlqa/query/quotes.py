@@ -36,6 +36,7 @@ from dmlqa.extract.tables import row_parts
 from dmlqa.extract.textscan import code_comment
 from dmlqa.index.lexical import tokenize
 from dmlqa.models import Citation, Hit
+from dmlqa.query.english import english_word
 from dmlqa.query.extractive import Candidate, Pool
 from dmlqa.query.features import asked_kinds, furniture, heading_end, refers_back, standalone, title_like
 
@@ -407,6 +408,27 @@ def _cells(row: str) -> list[str]:
     return [cell.strip() for cell in row.strip().strip("|").split("|")]
 
 
+#: A linking adverbial opening a sentence: it ties the sentence to the one before it in its source.
+_LINK_OPENING = re.compile(
+    r"^(?:However|Thus|Hence|Therefore|Moreover|Furthermore|In addition|Additionally|Also|Finally|Lastly|"
+    r"Second(?:ly)?|Third(?:ly)?|Next|Then|Similarly|Likewise|Consequently|As a result|Besides|Nevertheless|"
+    r"Nonetheless|Meanwhile|Accordingly),\s+(?=[A-Za-z])")
+
+
+def unlinked(text: str) -> str:
+    """A quote without the linking adverbial that opens it ("However, waiting for KVCache ... may violate the TTFT
+    SLO." → "Waiting for KVCache ..."), for a sentence quoted without the one before it: in an answer "However,"
+    or "Second," would tie it to whatever quote stands before it, from another page or document. Its first word
+    is capitalised when it is English ("waiting"), and left as written when it is a name ("fully_shard",
+    "exo"). The citation keeps the sentence as the source writes it."""
+    m = _LINK_OPENING.match(text)
+    if m is None:
+        return text
+    rest = text[m.end():]
+    first = re.match(r"[a-z]+\b(?![_.\-(])", rest)
+    return rest[:1].upper() + rest[1:] if first and english_word(first.group()) else rest
+
+
 def _markdown_header(c: Candidate, nxt: Candidate | None) -> bool:
     """Is ``c`` the header row of a markdown table quoted for the row after it? Then the row is read
     with each cell under its column's name ("Aspect: VPP · Recommendation: ..."), not after a bare
@@ -476,6 +498,10 @@ def compose(chosen: Sequence[Candidate], hits: Sequence[Hit], *, question: str =
             code.append(" " * c.indent + c.text)  # a loop's body indented under it, as written
             continue
         text = for_answer(verbatim)
+        prev = chosen[i - 1] if i else None
+        if c.role in (PROSE, ITEM) and not (prev is not None and prev.doc_id == c.doc_id and
+                                           prev.ordinal == c.ordinal - 1):
+            text = unlinked(text)
         if c.role in (PROSE, ITEM) and text.endswith(":") and not _announces_next(c, chosen[i + 1:i + 2]):
             text = text[:-1].rstrip() + " …"  # what it announces is not quoted: the colon would point at nothing
         if c.role == ROW and (pdf_row := row_parts(text)) is not None:  # "Table 2: Scheme: PTD-P · GPUs: 384"
