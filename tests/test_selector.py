@@ -542,6 +542,12 @@ def test_a_sentence_pointing_elsewhere_is_marked_so_the_model_can_weigh_it() -> 
     assert not points_away("Figure 8 shows that ZeRO-Offload outperforms L2L by 14% on average.")
     assert not points_away("As Figure 3 shows, DTR comes close to the optimal solutions.")
     assert not points_away("The speedups shown in Figure 3 reach 2.3x for all models.")
+    # a figure by where it stands, which an answer does not show either
+    assert points_away("The top figure shows the default non-interleaved 1F1B schedule.")
+    assert points_away("Left figure shows the training loss for 336M and 752M BERT model.")
+    assert points_away("The diagram below illustrates the pipeline.")
+    assert not points_away("The plot shows that memory falls linearly with the number of GPUs.")
+    assert not points_away("The model shows good scaling.")
     row = feature_matrix(QuestionFacts({"exampl": 1.0}, frozenset(), frozenset()),
                          ["More details can be found here."], [Place(PROSE, 0, 0, 0.5, False)], np.array([0.5]))
     assert row[0, FEATURES.index("points_away")] == 1.0

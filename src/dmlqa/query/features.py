@@ -399,8 +399,9 @@ _RUN_TOGETHER = re.compile(r"(?<![/\w])\w*[a-z]{18,}")
 _FIGURE = r"(?:Figures?|Figs?\.|Tables?|Tab\.) ?\d+[a-z]?(?: ?\([a-z]\))?(?: ?(?:and|&) ?\d+[a-z]?)?,?"
 #: A sentence pointing at something else: a link ("... can be found here."), what comes below, what a
 #: tutorial or section is about to do ("In this tutorial, we will ...", "Next, we compare ..."), or what a figure
-#: or table holds, which the text does not: 5 of the 826 such sentences among the training questions' candidates
-#: state a key term or the evidence, against 2.7 % of all candidates (and 4 of the 753 of the other kinds).
+#: or table holds ("Figure 7 shows ...", "The top figure shows ..."), which the text does not: 5 of the 826 such
+#: sentences among the training questions' candidates state a key term or the evidence, against 2.7 % of all
+#: candidates (and 4 of the 753 of the other kinds).
 _POINTER = re.compile(r"\b(?:can be found|(?:is|are) (?:available|provided|shown|listed|described)|see|refer to|read|"
                       r"check(?: out)?|visit|click)\b[^.;]{0,60}?\b(?:here|below|above|this (?:page|link|guide|"
                       r"tutorial|section)|the (?:docs|documentation|link|page|guide|tutorial))\W*$|"
@@ -408,8 +409,10 @@ _POINTER = re.compile(r"\b(?:can be found|(?:is|are) (?:available|provided|shown
                       r"\bwe will (?:introduce|show|describe|discuss|explain|cover|walk)\b|"
                       # what a figure or table shows, not that something is so ("Figure 7 shows the results.",
                       # "The results are shown in Table 3."; "Figure 8 shows that ... by 14%" states it)
-                      rf"^{_FIGURE} (?:show|illustrate|present|depict|compare|list|summari[sz]e|give|plot|report|"
-                      r"describe|outline|detail|contain|visualize)s?\b(?! (?:that|how|why)\b)|"
+                      rf"^(?:{_FIGURE}|(?:the )?(?:(?:top|bottom|left|right|upper|lower|middle) )?(?:figure|plot|"
+                      r"panel|graph|chart|diagram)(?: (?:above|below))?) (?:show|illustrate|present|depict|compare|"
+                      r"list|summari[sz]e|give|plot|report|describe|outline|detail|contain|visualize)s?\b"
+                      r"(?! (?:that|how|why)\b)|"
                       rf"\b(?:is|are) (?:shown|presented|plotted|illustrated|depicted|summari[sz]ed|listed|given|"
                       rf"reported|visualized) in {_FIGURE}\W*$", re.I)
 
