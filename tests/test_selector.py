@@ -140,6 +140,12 @@ def test_headings_captions_legends_and_run_together_words_are_furniture() -> Non
     assert furniture("weobservethatthetrainingthroughputdropswhenthebatchgrows")
     assert not furniture("ZeRO removes the memory redundancies across data-parallel processes.")
     assert not furniture("DeepSpeed and PyTorch FSDP both shard parameters, as Table 2 shows.")
+    # a caption run into a sentence, its first word a panel's label; a figure's labels before its number
+    assert furniture("Heuristic decides policy for t (e.g., evict) Figure 1: (Top) Pseudocode for DTR's basic logic.")
+    assert furniture("(a) (b) Figure 2: (a) Memory requirements for massive models.")
+    assert furniture("The GA-based search measures the Scheduler Memory Allocator Swap Planner Simulator Figure 2.")
+    assert not furniture("We highlight three key findings from Table 1: (1) Switch Transformers are faster.")
+    assert not furniture("The GA-based search uses the simulator to score schedules, as shown in Figure 2.")
     # a figure's number written without a space is a reference, not a legend, unless words run on from it
     assert not furniture("Fig.11 demonstrates up to 33.33% performance loss without using Tensor Cache.")
     assert not furniture("Fig.3b and 3c show two simple examples of join and fan nonlinear connections.")

@@ -282,11 +282,13 @@ def _needs_before(text: str) -> bool:
     return former is not None and _PAIR.search(text, 0, former.start()) is None
 
 
-#: A figure legend or caption anywhere in the sentence ("... HybridParallelism.Figure14bshows"). A figure's number
-#: written without a space ("Fig.11 demonstrates up to 33.33% ...", one paper's style) is no legend unless words
-#: run on from it ("Figure14bshows").
+#: A figure legend or caption anywhere in the sentence ("... HybridParallelism.Figure14bshows", "... evict) Figure 1:
+#: (Top) Pseudocode ..."), or a figure's labels run into the sentence before its number ("... Sample Selector
+#: SwapAdvisor Dataflow MXNet Figure 2."). A figure's number written without a space ("Fig.11 demonstrates up to
+#: 33.33% ...", one paper's style) is no legend unless words run on from it ("Figure14bshows").
 _LEGEND = re.compile(r"^(?:Figure|Fig\.?|Table)\s*\d+[a-z]?\s*[:.|]|\b(?:Figure|Fig\.?|Table)\s*\d+[a-z]?\s*[:|]\s+"
-                     r"[A-Z]|[a-z.](?:Figure|Fig\.|Table)\s*\d|(?:Figure|Fig\.|Table)\d+[a-z]{2,}")
+                     r"(?:[A-Z]|\((?:[a-z]\)|[A-Z]))|[a-z.](?:Figure|Fig\.|Table)\s*\d|(?:Figure|Fig\.|Table)\d+[a-z]{2,}|"
+                     r"(?:[A-Z][\w\-/]*\s+){3,}(?:Figure|Fig\.)\s*\d+[a-z]?\.?$")
 
 
 def _section_then_sub(name: str) -> str:
