@@ -11,11 +11,13 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
+from fake_openai import FakeOpenAI, Reply
 from test_index_search import build_index
 from test_refuse_by_name import _index
 
 from dmlqa.index.versions import IndexVersion
 from dmlqa.query.answer import Asker
+from dmlqa.query.llm import LLMBackend, LLMConfig
 from dmlqa.query.names import unknown_names
 from dmlqa.query.search import Searcher
 from dmlqa.query.subjects import asked_subject, unknown_subject
@@ -93,3 +95,11 @@ def test_the_asker_refuses_a_subject_no_document_writes_and_names_it(home: Path)
     assert a.citations and all(c.quote == "" for c in a.citations)
     known = Asker(searcher).ask("What is pipeline parallelism in GPipe?")  # GPipe's title writes it
     assert "nothing on pipeline parallelism" not in known.answer
+
+
+def test_the_llm_is_not_asked_about_a_subject_no_document_writes(home: Path) -> None:
+    with FakeOpenAI() as server:
+        server.queue(Reply(text="Tree attention splits decoding across GPUs [1]."))
+        llm = LLMBackend(LLMConfig(base_url=server.url, model="fake-model", timeout=60.0))
+        a = Asker(Searcher(load_settings(home)), llm).ask("What is tree attention and how does it speed up decoding?")
+        assert a.refused and "nothing on tree attention" in a.answer and not server.requests
