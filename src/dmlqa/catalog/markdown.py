@@ -76,8 +76,8 @@ def _before_last(char: str, sub: Callable[[str], str], text: str) -> str:
     return sub(text[:cut]) + text[cut:]
 
 
-def _unlink(text: str, opener: str, keep_text: bool) -> str:
-    """Replace each ``[text](target)`` (``opener`` ``[`` or ``![``) by its text, or by nothing.
+def unlink(text: str, opener: str, keep_text: bool, instead: str = "") -> str:
+    """Replace each ``[text](target)`` (``opener`` ``[`` or ``![``) by its text, or by ``instead``.
 
     The result of ``re.sub(r"\\[([^\\]]*)\\]\\([^)]*\\)", ...)``, in linear time: when the ``]`` that
     ends one opener's text is not followed by ``(``, every opener before that ``]`` fails the same
@@ -96,8 +96,7 @@ def _unlink(text: str, opener: str, keep_text: bool) -> str:
         if end < 0:
             break  # no ')' follows: no later link can end either
         out.append(text[kept:start])
-        if keep_text:
-            out.append(text[start + len(opener) : close])
+        out.append(text[start + len(opener) : close] if keep_text else instead)
         kept = i = end + 1
     out.append(text[kept:])
     return "".join(out)
@@ -106,8 +105,8 @@ def _unlink(text: str, opener: str, keep_text: bool) -> str:
 def clean_inline(text: str) -> str:
     """Markdown inline text → plain text: links to their text, emphasis and escapes removed."""
     t = _before_last(">", lambda head: _HTML_IMG.sub("", head), text)
-    t = _unlink(t, "![", keep_text=False)
-    t = _unlink(t, "[", keep_text=True)
+    t = unlink(t, "![", keep_text=False)
+    t = unlink(t, "[", keep_text=True)
     t = _before_last(">", lambda head: re.sub(r"<[^>]+>", "", head), t)
     t = t.replace("**", "").replace("__", "").replace("`", "")
     t = re.sub(r"\\([\\`*_{}\[\]()#+\-.!|])", r"\1", t)
