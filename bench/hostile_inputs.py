@@ -1,6 +1,7 @@
 """Benchmark: CPU seconds (this process and its children) that hostile inputs cost (issue 19, item 5).
 
     .venv/bin/python bench/hostile_inputs.py [--tables 30000] [--anchors 20000] [--steps 4000] [--limit 60]
+        [--pages 400] [--links 40000]
 
 - a markdown list with ``--anchors`` unclosed ``<a href>`` tags, through ``parse_list`` (target: ≤ 2 s);
 - a page of ``--tables`` one-cell tables, through extraction under the build's time limit (the
@@ -11,7 +12,10 @@
   seconds should grow with the page, not with its square;
 - a PDF of ``--pages`` pages, each under the same running header and holding a table of contents' run, a line of
   100,000 spaces between a section number and a page number, and prose, through ``split_document`` (the layout
-  furniture of ``dmlqa.extract.layout``): its CPU seconds should grow with the pages.
+  furniture of ``dmlqa.extract.layout``): its CPU seconds should grow with the pages;
+- a markdown file whose one line holds ``--links`` unclosed links and images (``[a](``, ``![a](``) among words, in
+  random order so that it is not refused as one repeated pattern, through extraction: its CPU seconds should grow
+  with the line (a regex retried from each "[" took 42 s for 20,000).
 Prints one line per case; timings vary with the machine's load.
 """
 
@@ -46,6 +50,7 @@ def main() -> None:
     ap.add_argument("--tables", type=int, default=30_000)
     ap.add_argument("--steps", type=int, default=4_000)
     ap.add_argument("--pages", type=int, default=400)
+    ap.add_argument("--links", type=int, default=40_000)
     ap.add_argument("--limit", type=float, default=60.0, help="extraction time limit, seconds")
     args = ap.parse_args()
 
@@ -94,6 +99,13 @@ def main() -> None:
         furniture = sum(s.role == "furniture" for s in got)
         print(f"sentences of a {n:,}-page PDF with a running header, a contents run and a 100,000-space line a page: "
               f"{cpu_seconds() - t0:.2f} CPU s, {furniture:,} furniture lines")
+
+    for n in (args.links // 4, args.links):
+        line = "".join(rng.choice(("[a](", "![a](", "x ")) for _ in range(n))
+        t0 = cpu_seconds()
+        got = extract_bytes(f"# Hostile\n\nA sentence of words to read.\n\n{line}\n".encode(), "text/markdown")
+        print(f"extraction, a markdown line of {n:,} unclosed links and images ({len(line):,} chars): "
+              f"{cpu_seconds() - t0:.2f} CPU s, {len(got.text):,} chars extracted")
 
 
 if __name__ == "__main__":
