@@ -101,7 +101,7 @@ def main() -> None:
               f"{cpu_seconds() - t0:.2f} CPU s, {furniture:,} furniture lines")
 
     for n in (args.links // 4, args.links):
-        line = "".join(rng.choice(("[a](", "![a](", "x ")) for _ in range(n))
+        line = "".join(rng.choice(("[a](", "![a](", "x")) for _ in range(n))
         t0 = cpu_seconds()
         got = extract_bytes(f"# Hostile\n\nA sentence of words to read.\n\n{line}\n".encode(), "text/markdown")
         print(f"extraction, a markdown line of {n:,} unclosed links and images ({len(line):,} chars): "
