@@ -41,12 +41,12 @@ _SUBJECT_VERBS = frozenset(
     "work works avoid avoids speed speeds help helps differ differs compare compares reduce reduces improve improves "
     "handle handles scale scales parallelize parallelizes relate relates affect affects used use cut cuts hide hides "
     "keep keeps save saves split splits decide decides choose chooses".split())
-#: Words that end the subject of "What is X ...?".
-_WHAT_ENDS = r"(?=\s+(?:and|in|for)\b|\s*[?,]|\s*$)"
+#: Tokens that end the subject of "What is X ...?".
+_WHAT_ENDS = frozenset({"and", "in", "for", ",", "?", ""})
 #: Adjectives of judgement or ordinariness: a phrase they open is the question's wording, not a thing's name.
 _JUDGEMENT = frozenset(
     "typical good best better worst common main key recommended default usual standard right correct ideal optimal "
-    "general overall basic simple other different new old current latest first last main major minor".split())
+    "general overall basic simple other different new old current latest first last major minor".split())
 #: Words of a question, not of a subject.
 _NOT_SUBJECT = frozenset(
     "a an the of to in on for with and or by from at as is are be it its this that these those how what why when "
@@ -78,7 +78,7 @@ def asked_subject(question: str) -> str | None:
         tokens = _TOKEN.findall(text[m.end():])
         for n in (2, 3):
             words, after = tokens[:n], (tokens[n] if len(tokens) > n else "")
-            ends = (after in _SUBJECT_VERBS) if form == "how" else (after in ("and", "in", "for", ",", "?", ""))
+            ends = after in (_SUBJECT_VERBS if form == "how" else _WHAT_ENDS)
             if (len(words) == n and ends and all(_subject_word(w, i == n - 1) for i, w in enumerate(words))
                     and words[0] not in _JUDGEMENT
                     and not any(w.endswith("ed") for w in words[1:])):  # "gradients accumulated": a verb
