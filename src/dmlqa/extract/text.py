@@ -50,6 +50,8 @@ class Extracted:
 #: An ATX heading (``## Title``) and a setext underline (``=====``), as CommonMark writes them.
 ATX_HEADING = re.compile(r"^ {0,3}(#{1,6})[ \t]+(.+?)(?:[ \t]+#+)?[ \t]*$")
 SETEXT_RULE = re.compile(r"^ {0,3}(?:=+|-+)[ \t]*$")
+
+
 def strip_links(line: str) -> str:
     """Markdown links reduced to their text (``[GPipe](https://…)`` → ``GPipe``) and images left out.
 

@@ -288,7 +288,7 @@ def _needs_before(text: str) -> bool:
 #: 33.33% ...", one paper's style) is no legend unless words run on from it ("Figure14bshows").
 _LEGEND = re.compile(r"^(?:Figure|Fig\.?|Table)\s*\d+[a-z]?\s*[:.|]|\b(?:Figure|Fig\.?|Table)\s*\d+[a-z]?\s*[:|]\s+"
                      r"(?:[A-Z]|\((?:[a-z]\)|[A-Z]))|[a-z.](?:Figure|Fig\.|Table)\s*\d|(?:Figure|Fig\.|Table)\d+[a-z]{2,}|"
-                     r"(?:[A-Z][\w\-/]*\s+){3,}(?:Figure|Fig\.)\s*\d+[a-z]?\.?$")
+                     r"(?:[A-Z][\w\-/]*\s+){3,12}(?:Figure|Fig\.)\s*\d+[a-z]?\.?$")  # bounded: no rescans
 
 
 def _section_then_sub(name: str) -> str:
