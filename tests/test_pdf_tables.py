@@ -7,6 +7,7 @@ from fixtures_docs import prose
 
 from dmlqa.extract.documents import extract_bytes, to_document
 from dmlqa.extract.sentences import ROW, split_document
+from dmlqa.extract.table_layout import aligned_tables
 from dmlqa.extract.tables import caption_labels, table_rows
 from dmlqa.models import Resource
 
@@ -120,3 +121,65 @@ def test_each_caption_names_one_table_on_the_side_the_page_sets_its_captions() -
     assert caption_labels(boxes, [_caption(240, "Table 6", 139, 168)]) == [None, "Table 6"]
     # no caption within reach: no table
     assert caption_labels([(100, 100, 500, 200)], [_caption(700, "Table 9")]) == [None]
+
+
+def _unruled_pdf(caption: str) -> bytes:
+    """A page of prose, a caption, then a table drawn as words at their columns' places, with no rule at all."""
+    pdf = fpdf.FPDF(unit="pt")
+    pdf.set_font("Helvetica", size=10)
+    pdf.add_page()
+    pdf.multi_cell(0, 13, prose(6, 1))
+    y = pdf.get_y() + 20
+    pdf.text(60, y, caption)
+    columns = (60, 220, 300, 380)
+    for row, cells in enumerate((("Model", "GLUE", "SQuAD", "SuperGLUE"), ("T5-Base", "82.9", "83.5", "72.4"),
+                                 ("Switch-Base", "84.7", "83.7", "73.0"), ("Switch-Large", "86.8", "87.0", "77.1"))):
+        for x, cell in zip(columns, cells, strict=True):
+            pdf.text(x, y + 20 + 14 * row, cell)
+    pdf.set_y(y + 100)
+    pdf.multi_cell(0, 13, prose(3, 9))
+    return bytes(pdf.output())
+
+
+def test_a_table_ruled_by_no_line_is_read_by_its_columns() -> None:
+    """Most papers rule a table across only: the finder sees no cells, and the text layer holds bare figures. The
+    words' columns say which figure is which: each row is quoted with its headers, its bare twin never."""
+    ex = extract_bytes(_unruled_pdf("Table 4: Fine-tuning results of three models."), "application/pdf",
+                       url="https://example.org/u.pdf")
+    tables = [b for b in ex.blocks if b.section == "Table 4"]
+    assert len(tables) == 1 and tables[0].text.split("\n") == [
+        "Table 4: Model · GLUE · SQuAD · SuperGLUE — T5-Base · 82.9 · 83.5 · 72.4",
+        "Table 4: Model · GLUE · SQuAD · SuperGLUE — Switch-Base · 84.7 · 83.7 · 73.0",
+        "Table 4: Model · GLUE · SQuAD · SuperGLUE — Switch-Large · 86.8 · 87.0 · 77.1"]
+    doc = to_document(Resource(id="u", url="https://example.org/u.pdf", title="Unruled"), ex,
+                      source_url="https://example.org/u.pdf", sha256="")
+    rows = [s for s in split_document(doc) if s.role == ROW]
+    assert [s.text for s in rows] == tables[0].text.split("\n")  # no bare "Switch-Base 84.7 83.7 73.0"
+    # without a caption it is no table
+    assert not [b for b in extract_bytes(_unruled_pdf("Results of three models."), "application/pdf").blocks
+                if b.section]
+
+
+def _words(*lines: tuple[float, list[tuple[float, str]]]) -> list[dict]:
+    """pdfplumber's words: each line's top and its words' left edges (6 points a character)."""
+    return [{"text": t, "x0": x, "x1": x + 6 * len(t), "top": top, "bottom": top + 9} for top, ws in lines
+            for x, t in ws]
+
+
+def test_columns_give_each_figure_its_header_and_a_guess_gives_no_table() -> None:
+    header = (100, [(60, "Model"), (200, "GLUE"), (260, "SQuAD")])
+    rows = [(114, [(60, "T5-Base"), (200, "82.9"), (262, "83.5")]), (128, [(60, "Switch-Base"), (201, "84.7"),
+                                                                        (260, "83.7")])]
+    [(box, grid)] = aligned_tables(_words(header, *rows))
+    assert grid == [["Model", "GLUE", "SQuAD"], ["T5-Base", "82.9", "83.5"], ["Switch-Base", "84.7", "83.7"]]
+    assert box == (60, 100, 290, 137)
+    # a header over two lines, each naming every column; a name over one column of several spans them: left out
+    over = (88, [(60, "Model"), (200, "Dev"), (260, "Test")])
+    assert aligned_tables(_words(over, header, *rows))[0][1][0] == ["Model Model", "Dev GLUE", "Test SQuAD"]
+    span = (88, [(230, "Accuracy")])
+    assert aligned_tables(_words(span, header, *rows))[0][1][0] == ["Model", "GLUE", "SQuAD"]
+    # a header word between two columns, figures out of their column, one row, a row short of a figure: no table
+    assert aligned_tables(_words((100, [(60, "Model"), (200, "GLUE"), (239, "x"), (260, "SQuAD")]), *rows)) == []
+    assert aligned_tables(_words(header, *rows, (142, [(60, "Switch-Large"), (140, "86.8"), (260, "87.0")]))) == []
+    assert aligned_tables(_words(header, rows[0])) == []
+    assert aligned_tables(_words(header, rows[0], (128, [(60, "Switch-Base"), (201, "84.7")]))) == []

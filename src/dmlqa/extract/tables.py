@@ -20,6 +20,7 @@ import re
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 
+from dmlqa.extract.table_layout import aligned_tables
 from dmlqa.extract.textscan import LINKING
 
 log = logging.getLogger(__name__)
@@ -77,15 +78,24 @@ def page_tables(page: object) -> list[Table]:
                 for m in page.search(r"(?:Table|TABLE)\s*(?:\d+|[IVX]+)\s*[:.|]")]  # type: ignore[attr-defined]
     if not captions:
         return []
-    tables = list(page.find_tables())  # type: ignore[attr-defined]
+    ruled = list(page.find_tables())  # type: ignore[attr-defined]
+    # tables ruled across only (most papers'), read by their words' columns where no ruled table stands
+    aligned = [(box, grid) for box, grid in aligned_tables(page.extract_words(x_tolerance=1.5))  # type: ignore[attr-defined]
+               if not any(_overlap(box, t.bbox) for t in ruled)]
+    boxes = [t.bbox for t in ruled] + [box for box, _ in aligned]
+    grids = [t.extract for t in ruled] + [(lambda g=grid: g) for _, grid in aligned]
     found = []
-    for table, label in zip(tables, caption_labels([t.bbox for t in tables], captions), strict=True):
+    for box, grid, label in zip(boxes, grids, caption_labels(boxes, captions), strict=True):
         if label is None:
             continue
-        lines = table_rows(label, table.extract())
+        lines = table_rows(label, grid())
         if lines:
-            found.append((table.bbox[1], Table(label=label, text="\n".join(lines))))
+            found.append((box[1], Table(label=label, text="\n".join(lines))))
     return [t for _, t in sorted(found, key=lambda x: x[0])]
+
+
+def _overlap(a: tuple[float, float, float, float], b: tuple[float, float, float, float]) -> bool:
+    return a[0] < b[2] and b[0] < a[2] and a[1] < b[3] and b[1] < a[3]
 
 
 def caption_labels(boxes: Sequence[tuple[float, float, float, float]],
