@@ -183,3 +183,48 @@ def test_columns_give_each_figure_its_header_and_a_guess_gives_no_table() -> Non
     assert aligned_tables(_words(header, *rows, (142, [(60, "Switch-Large"), (140, "86.8"), (260, "87.0")]))) == []
     assert aligned_tables(_words(header, rows[0])) == []
     assert aligned_tables(_words(header, rows[0], (128, [(60, "Switch-Base"), (201, "84.7")]))) == []
+
+
+def test_a_bracketed_pair_is_one_cell_and_a_size_in_the_header_is_part_of_a_name() -> None:
+    """GPipe's Table 1: "(18," "208)" are one cell, and "(8GB each)" in the header names the labels' column."""
+    words = _words((100, [(122, "NVIDIA"), (156, "GPUs"), (179, "(8GB"), (201, "each)"), (251, "Naive-1"),
+                          (294, "Pipeline-1"), (343, "Pipeline-2")]),
+                   (114, [(122, "AmoebaNet-D"), (249, "(18,"), (265, "208)"), (296, "(18,"), (312, "416)"),
+                          (345, "(18,"), (361, "544)")]),
+                   (128, [(122, "#"), (128, "of"), (138, "Parameters"), (257, "82M"), (301, "318M"), (350, "542M")]))
+    [(_, grid)] = aligned_tables(words)
+    assert grid == [["NVIDIA GPUs (8GB each)", "Naive-1", "Pipeline-1", "Pipeline-2"],
+                    ["AmoebaNet-D", "(18, 208)", "(18, 416)", "(18, 544)"],
+                    ["# of Parameters", "82M", "318M", "542M"]]
+    # a line mostly of figures is no header
+    assert aligned_tables(_words((100, [(122, "Batch"), (251, "16"), (294, "32"), (343, "64")]), *[
+        (114 + 14 * k, [(122, f"run{k}"), (251, "1.0"), (294, "2.0"), (343, "3.0")]) for k in range(2)])) == []
+
+
+def _stacked_pdf() -> bytes:
+    """One caption over two tables drawn as words at their columns' places, the second right under the first."""
+    pdf = fpdf.FPDF(unit="pt")
+    pdf.set_font("Helvetica", size=10)
+    pdf.add_page()
+    pdf.multi_cell(0, 13, prose(6, 1))
+    y = pdf.get_y() + 20
+    pdf.text(60, y, "Table 1: Maximum model size under different scenarios.")
+    columns = (60, 220, 300, 380)
+    lines = (("GPUs", "Naive-1", "Pipeline-2", "Pipeline-8"), ("Layers", "18", "36", "72"),
+             ("Parameters", "82M", "542M", "1.8B"), ("TPUs", "Naive-1", "Pipeline-8", "Pipeline-32"),
+             ("Layers", "3", "103", "415"), ("Parameters", "282M", "5.3B", "21.0B"))
+    for row, cells in enumerate(lines):
+        for x, cell in zip(columns, cells, strict=True):
+            pdf.text(x, y + 20 + 14 * row, cell)
+    pdf.set_y(y + 130)
+    pdf.multi_cell(0, 13, prose(3, 9))
+    return bytes(pdf.output())
+
+
+def test_a_table_stacked_right_under_another_shares_its_caption() -> None:
+    ex = extract_bytes(_stacked_pdf(), "application/pdf", url="https://example.org/s.pdf")
+    rows = [line for b in ex.blocks if b.section == "Table 1" for line in b.text.split("\n")]
+    assert rows == ["Table 1: GPUs · Naive-1 · Pipeline-2 · Pipeline-8 — Layers · 18 · 36 · 72",
+                    "Table 1: GPUs · Naive-1 · Pipeline-2 · Pipeline-8 — Parameters · 82M · 542M · 1.8B",
+                    "Table 1: TPUs · Naive-1 · Pipeline-8 · Pipeline-32 — Layers · 3 · 103 · 415",
+                    "Table 1: TPUs · Naive-1 · Pipeline-8 · Pipeline-32 — Parameters · 282M · 5.3B · 21.0B"]

@@ -35,18 +35,32 @@ LABEL_WORDS = 5
 #: How far below the header line its first row may start, in lines' heights.
 HEADER_GAP = 2.5
 
-_FIGURE = re.compile(r"^[-+±~≈<>(]*(?:\d[\d.,]*|\.\d+)(?:[%×x]|[KMBGTkm]B?|[a-z]{0,2})?\)?[,*†‡]?$|^[-–—]$")
+_FIGURE = re.compile(r"^[-+±~≈<>(]*(?:\d[\d.,]*|\.\d+)(?:[%×x]|[KMBGTkm]B?|[a-z]{0,2})?\)?[,*†‡]?$|^[-–—]$|"
+                     r"^\(\d[\d.]*, \d[\d.]*\)$")  # a pair: "(18, 208)"
 
 
 def _lines(words: Sequence[dict]) -> list[list[dict]]:
-    """Words grouped into lines (tops within :data:`LINE_SLACK`), top to bottom, each left to right."""
+    """Words grouped into lines (tops within :data:`LINE_SLACK`), top to bottom, each left to right; a bracket
+    opened in one word and closed in the next is one cell ("(18," "208)": "(18, 208)")."""
     out: list[list[dict]] = []
     for w in sorted(words, key=lambda w: (w["top"], w["x0"])):
         if out and abs(w["top"] - out[-1][0]["top"]) <= LINE_SLACK:
             out[-1].append(w)
         else:
             out.append([w])
-    return [sorted(line, key=lambda w: w["x0"]) for line in out]
+    lines = []
+    for line in out:
+        merged: list[dict] = []
+        for w in sorted(line, key=lambda w: w["x0"]):
+            prev = merged[-1] if merged else None
+            if (prev is not None and prev["text"].startswith("(") and ")" not in prev["text"]
+                    and w["text"].endswith(")") and "(" not in w["text"] and w["x0"] - prev["x1"] <= LINE_SLACK * 2):
+                merged[-1] = {**prev, "text": f"{prev['text']} {w['text']}", "x1": w["x1"],
+                              "bottom": max(prev["bottom"], w["bottom"])}
+            else:
+                merged.append(w)
+        lines.append(merged)
+    return lines
 
 
 def _split(line: list[dict]) -> tuple[list[dict], list[dict]] | None:
@@ -108,9 +122,9 @@ def _grid(above: list[list[dict]], rows: list[tuple[list[dict], list[dict]]],
     def named(line: list[dict]) -> tuple[list[str], list[list[str]]] | None:
         label: list[str] = []
         names: list[list[str]] = [[] for _ in range(n)]
+        if 2 * sum(bool(_FIGURE.match(w["text"])) for w in line) >= len(line):
+            return None  # a line of figures is no header ("(16GB each)" in one is a name's part)
         for w in line:
-            if _FIGURE.match(w["text"]):
-                return None  # a line of figures is no header
             c = min(range(n), key=lambda c: abs(_centre(w) - centres[c]))
             if abs(_centre(w) - centres[c]) <= slack:
                 names[c].append(w["text"])

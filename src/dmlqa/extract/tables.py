@@ -32,6 +32,8 @@ TABLE_CAPTION = re.compile(r"^\s*(?:Table|TABLE)\s*(\d+|[IVX]+)\s*(?:[:.|]|$)", 
 TABLE_LABEL = re.compile(r"^Table (?:\d+|[IVX]+)$")
 #: A table further than this (PDF points, 1/72 in) from every caption on its page is no captioned table.
 CAPTION_DISTANCE = 120.0
+#: A table read by its columns this close under another (PDF points) is part of the same captioned table.
+STACKED_GAP = 12.0
 #: A row longer than this is no row worth quoting (a cell holding a paragraph); the splitter's MAX_CHARS.
 ROW_MAX_CHARS = 500
 #: Between cells, and between the headers and the values.
@@ -84,8 +86,12 @@ def page_tables(page: object) -> list[Table]:
                if not any(_overlap(box, t.bbox) for t in ruled)]
     boxes = [t.bbox for t in ruled] + [box for box, _ in aligned]
     grids = [t.extract for t in ruled] + [(lambda g=grid: g) for _, grid in aligned]
+    labels = caption_labels(boxes, captions)
+    for k in range(len(ruled) + 1, len(boxes)):  # a table stacked right under one (GPipe's Table 1) shares its caption
+        if labels[k] is None and 0 <= boxes[k][1] - boxes[k - 1][3] <= STACKED_GAP:
+            labels[k] = labels[k - 1]
     found = []
-    for box, grid, label in zip(boxes, grids, caption_labels(boxes, captions), strict=True):
+    for box, grid, label in zip(boxes, grids, labels, strict=True):
         if label is None:
             continue
         lines = table_rows(label, grid())
