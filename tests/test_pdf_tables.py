@@ -123,22 +123,26 @@ def test_each_caption_names_one_table_on_the_side_the_page_sets_its_captions() -
     assert caption_labels([(100, 100, 500, 200)], [_caption(700, "Table 9")]) == [None]
 
 
-def _unruled_pdf(caption: str) -> bytes:
-    """A page of prose, a caption, then a table drawn as words at their columns' places, with no rule at all."""
+def _drawn_pdf(caption: str, lines: tuple[tuple[str, ...], ...]) -> bytes:
+    """A page of prose, a caption, then ``lines`` drawn as words at four columns' places with no rule at all, then
+    more prose."""
     pdf = fpdf.FPDF(unit="pt")
     pdf.set_font("Helvetica", size=10)
     pdf.add_page()
     pdf.multi_cell(0, 13, prose(6, 1))
     y = pdf.get_y() + 20
     pdf.text(60, y, caption)
-    columns = (60, 220, 300, 380)
-    for row, cells in enumerate((("Model", "GLUE", "SQuAD", "SuperGLUE"), ("T5-Base", "82.9", "83.5", "72.4"),
-                                 ("Switch-Base", "84.7", "83.7", "73.0"), ("Switch-Large", "86.8", "87.0", "77.1"))):
-        for x, cell in zip(columns, cells, strict=True):
+    for row, cells in enumerate(lines):
+        for x, cell in zip((60, 220, 300, 380), cells, strict=True):
             pdf.text(x, y + 20 + 14 * row, cell)
-    pdf.set_y(y + 100)
+    pdf.set_y(y + 30 + 14 * len(lines))
     pdf.multi_cell(0, 13, prose(3, 9))
     return bytes(pdf.output())
+
+
+def _unruled_pdf(caption: str) -> bytes:
+    return _drawn_pdf(caption, (("Model", "GLUE", "SQuAD", "SuperGLUE"), ("T5-Base", "82.9", "83.5", "72.4"),
+                                ("Switch-Base", "84.7", "83.7", "73.0"), ("Switch-Large", "86.8", "87.0", "77.1")))
 
 
 def test_a_table_ruled_by_no_line_is_read_by_its_columns() -> None:
@@ -202,23 +206,11 @@ def test_a_bracketed_pair_is_one_cell_and_a_size_in_the_header_is_part_of_a_name
 
 
 def _stacked_pdf() -> bytes:
-    """One caption over two tables drawn as words at their columns' places, the second right under the first."""
-    pdf = fpdf.FPDF(unit="pt")
-    pdf.set_font("Helvetica", size=10)
-    pdf.add_page()
-    pdf.multi_cell(0, 13, prose(6, 1))
-    y = pdf.get_y() + 20
-    pdf.text(60, y, "Table 1: Maximum model size under different scenarios.")
-    columns = (60, 220, 300, 380)
-    lines = (("GPUs", "Naive-1", "Pipeline-2", "Pipeline-8"), ("Layers", "18", "36", "72"),
-             ("Parameters", "82M", "542M", "1.8B"), ("TPUs", "Naive-1", "Pipeline-8", "Pipeline-32"),
-             ("Layers", "3", "103", "415"), ("Parameters", "282M", "5.3B", "21.0B"))
-    for row, cells in enumerate(lines):
-        for x, cell in zip(columns, cells, strict=True):
-            pdf.text(x, y + 20 + 14 * row, cell)
-    pdf.set_y(y + 130)
-    pdf.multi_cell(0, 13, prose(3, 9))
-    return bytes(pdf.output())
+    """One caption over two tables, the second right under the first."""
+    return _drawn_pdf("Table 1: Maximum model size under different scenarios.", (
+        ("GPUs", "Naive-1", "Pipeline-2", "Pipeline-8"), ("Layers", "18", "36", "72"),
+        ("Parameters", "82M", "542M", "1.8B"), ("TPUs", "Naive-1", "Pipeline-8", "Pipeline-32"),
+        ("Layers", "3", "103", "415"), ("Parameters", "282M", "5.3B", "21.0B")))
 
 
 def test_a_table_stacked_right_under_another_shares_its_caption() -> None:
