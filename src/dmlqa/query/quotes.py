@@ -408,7 +408,9 @@ def _cells(row: str) -> list[str]:
     return [cell.strip() for cell in row.strip().strip("|").split("|")]
 
 
-#: A linking adverbial opening a sentence: it ties the sentence to the one before it in its source.
+#: A linking adverbial opening a sentence: it ties the sentence to the one before it in its source. Only those whose
+#: removal leaves the sentence's claim as it was: :data:`dmlqa.query.features._SOFT_LEAN`'s "Otherwise,", "Instead,",
+#: "In other words," or "Though" carry part of the claim, so that list is not this one.
 _LINK_OPENING = re.compile(
     r"^(?:However|Thus|Hence|Therefore|Moreover|Furthermore|In addition|Additionally|Also|Finally|Lastly|"
     r"Second(?:ly)?|Third(?:ly)?|Next|Then|Similarly|Likewise|Consequently|As a result|Besides|Nevertheless|"
@@ -488,17 +490,16 @@ def compose(chosen: Sequence[Candidate], hits: Sequence[Hit], *, question: str =
         # a heading glued before the sentence is left out of the quote: what is left is still the source's text
         verbatim = c.text[heading_end(c.text):] if c.role in (PROSE, ITEM) else c.text
         quotes.setdefault(key, []).append(verbatim)
+        prev = chosen[i - 1] if i else None
         if c.role in QUOTED_CODE:  # code is quoted as written, cited by the sentence announcing it
             if items:
                 flush()
-            prev = chosen[i - 1] if i else None
             if prev is not None and prev.doc_id == c.doc_id and c.ordinal - prev.ordinal > (
                     1 if prev.role in QUOTED_CODE else 2):  # the next line, or the first under the block's fence
                 code.append("…")  # lines of the listing between are left out
             code.append(" " * c.indent + c.text)  # a loop's body indented under it, as written
             continue
         text = for_answer(verbatim)
-        prev = chosen[i - 1] if i else None
         if c.role in (PROSE, ITEM) and not (prev is not None and prev.doc_id == c.doc_id and
                                            prev.ordinal == c.ordinal - 1):
             text = unlinked(text)
