@@ -102,6 +102,29 @@ def test_zero_and_out_of_range_numbers_are_invalid() -> None:
     assert checked.citations[0].title == "Paper 2"
 
 
+def test_brackets_in_code_are_code_not_citations() -> None:
+    """An answer's code keeps its indexing: ``datasets[0]`` is neither removed as source 0 nor renumbered."""
+    text = (
+        "ZeRO partitions optimizer states across ranks [2].\n\n"
+        "```\nloader = DataLoader(datasets[0], batch_size=8)\nx = batch[3]\n```\n\n"
+        "Index `outputs[1]` for the loss; GPipe pipelines micro-batches through stages [3]."
+    )
+    checked = check_citations(text, PASSAGES)
+    assert "DataLoader(datasets[0], batch_size=8)\nx = batch[3]\n```" in checked.text
+    assert "Index `outputs[1]` for the loss" in checked.text
+    assert checked.text.startswith("ZeRO partitions optimizer states across ranks [1].")
+    assert checked.text.endswith("micro-batches through stages [2].")
+    assert [c.title for c in checked.citations] == ["Paper 2", "Paper 3"]
+    assert not [f for f in checked.flags if f.startswith("removed")]
+    # the code block cites nothing: it is flagged as it stands, its brackets kept
+    assert any(f.startswith("unsupported: ```") and "datasets[0]" in f for f in checked.flags)
+    # a marker-less answer whose only brackets are code is attributed by overlap, not read as citing source 0
+    bare = check_citations("ZeRO partitions the optimizer states across ranks: `states[0]` is rank 0's.", PASSAGES)
+    assert [c.title for c in bare.citations] == ["Paper 2"] and "`states[0]`" in bare.text
+    # other citation styles inside code stay too
+    assert normalise_markers("Run `x^2` and `a【1】`; see ZeRO^1.") == "Run `x^2` and `a【1】`; see ZeRO [1]."
+
+
 def test_citations_are_renumbered_in_order_of_first_use() -> None:
     text = (
         "GPipe places stages on different accelerators [3]. "

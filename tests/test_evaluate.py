@@ -42,6 +42,9 @@ def test_answer_checks_for_llm_and_extractive_scores() -> None:
                  refused=False, flags=("unsupported: It cites which is not listed.",),
                  notice="LLM unavailable (timed out); showing the extractive answer")
     assert dangling_markers(good) == [] and dangling_markers(bad) == [2]
+    code = Answer(question="q", answer="Load it [1]:\n```\nx = datasets[0]\n```\nthen `batch[3]`.", citations=(cite,),
+                  backend="extractive", refused=False)
+    assert dangling_markers(code) == []  # code's indexing points at no source
     assert answer_words("ZeRO shards optimizer states [1].") == 4
     questions = [EvalQuestion(str(i), "q", ("https://a.org/x",), True, ()) for i in range(2)]
     s = score_answers(questions, [good, bad], backend="llm:m")

@@ -13,7 +13,7 @@ passages themselves.
 from __future__ import annotations
 
 import re
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
 from dmlqa.models import Citation, Hit
@@ -174,6 +174,24 @@ _FOOTNOTE_DEF = re.compile(r"^[ \t]*\[\^\s*\d{1,3}\s*\]:")
 
 _GLUED = re.compile(rf"(?<=\w\w)([.!?])((?:{_MARKER.pattern})+)(?=\s|$)", re.IGNORECASE)
 
+# Code an answer shows, a fenced block (closed or running to the end) or an inline span, is verbatim:
+# "datasets[0]" or "batch[2]" in it indexes a list, it cites nothing, and no check may rewrite it.
+_CODE = re.compile(r"```.*?(?:```|\Z)|`[^`\n]+`", re.DOTALL)
+
+
+def without_code(text: str) -> str:
+    """``text`` with its code (fenced blocks and inline spans) blanked out: what citation markers are read from."""
+    return _CODE.sub(" ", text)
+
+
+def _outside_code(text: str, rewrite: Callable[[str], str]) -> str:
+    """``text`` with ``rewrite`` applied to each stretch outside its code, the code left as it is."""
+    out, pos = [], 0
+    for m in _CODE.finditer(text):
+        out += [rewrite(text[pos : m.start()]), m.group(0)]
+        pos = m.end()
+    return "".join([*out, rewrite(text[pos:])])
+
 
 def _strip_reference_list(text: str) -> str:
     """Drop a closing "Sources:" block of ``[n] Title`` lines and ``[^n]: …`` footnote definitions:
@@ -195,7 +213,7 @@ def normalise_markers(text: str) -> str:
 
     ``【1】``/``【1†source】`` → ``[1]``; ``(Source 1)`` → ``[1]``; ``[^1]``, ``^[1]``, ``^1`` → ``[1]``;
     ``[Source 2]``, ``[1, 2]``, ``[1-3]`` are already that form (:func:`check_citations` splits and checks
-    the numbers). A trailing "Sources:" list and footnote definitions are dropped.
+    the numbers). A trailing "Sources:" list and footnote definitions are dropped. Code is left as it is.
     """
     text = _strip_reference_list(text)
 
@@ -205,9 +223,12 @@ def normalise_markers(text: str) -> str:
         space = " " if before.isalnum() else ""  # "states^1" → "states [1]"
         return f"{space}[{group}]"
 
-    text = _MARKER_STYLES.sub(one, text)
-    # "states.[1]" → "states [1].": the marker belongs inside the sentence it supports.
-    return _GLUED.sub(lambda m: " " + m.group(2).strip() + m.group(1), text)
+    def prose(part: str) -> str:
+        part = _MARKER_STYLES.sub(one, part)
+        # "states.[1]" → "states [1].": the marker belongs inside the sentence it supports.
+        return _GLUED.sub(lambda m: " " + m.group(2).strip() + m.group(1), part)
+
+    return _outside_code(text, prose)
 
 
 # -- quotes ------------------------------------------------------------------------------------------------
@@ -325,7 +346,7 @@ def _numbers(group: str) -> list[int]:
 
 
 def _strip_markers(text: str) -> str:
-    return _normalise_ws(re.sub(r"\s+([.,;:!?])", r"\1", _MARKER.sub("", text)))
+    return _normalise_ws(_outside_code(text, lambda part: re.sub(r"\s+([.,;:!?])", r"\1", _MARKER.sub("", part))))
 
 
 # A sentence about what the sources lack ("The sources do not say ...", "None of the passages ...").
@@ -430,6 +451,7 @@ def check_citations(text: str, passages: Sequence[Hit]) -> CheckedText:
     * Reasoning (``<think>`` blocks, see :func:`strip_reasoning`) is removed, and every citation style
       models use is read as ``[n]`` (:func:`normalise_markers`; ranges expand to each number).
     * A marker number naming no passage is removed and flagged ("removed citation [9]: no such source").
+      Code (fenced blocks, inline spans) is verbatim: ``datasets[0]`` there is no marker.
     * Sources are renumbered 1..m in order of first use and markers rewritten to match (``[1][3]``).
       Repeats of one passage (same ``chunk_id``) share a number.
     * A factual sentence without a marker is flagged ("unsupported: <sentence>"); refusals, questions,
@@ -442,7 +464,7 @@ def check_citations(text: str, passages: Sequence[Hit]) -> CheckedText:
     """
     text = normalise_markers(strip_reasoning(text))
     attribution: str | None = None
-    if passages and not _MARKER.search(text):
+    if passages and not _MARKER.search(without_code(text)):
         text, attributed, needed = _attribute(text, passages)
         if attributed:
             attribution = (f"no citation markers in the answer: {attributed} of {needed} sentences attributed "
@@ -470,7 +492,7 @@ def check_citations(text: str, passages: Sequence[Hit]) -> CheckedText:
         # A group left empty goes with the space before it: "fact [9]." → "fact.".
         return lead + "".join(f"[{k}]" for k in sorted(keep)) if keep else ""
 
-    rewritten = _SPACED_RUN.sub(rewrite, text.strip()).strip()
+    rewritten = _outside_code(text.strip(), lambda part: _SPACED_RUN.sub(rewrite, part)).strip()
     flags = [f"removed citation [{n}]: no such source" for n in invalid]
     if attribution:
         flags.append(attribution)
@@ -480,7 +502,7 @@ def check_citations(text: str, passages: Sequence[Hit]) -> CheckedText:
     spans = sentence_spans(rewritten)
     for a, b in spans:
         sentence = rewritten[a:b]
-        cited = [int(x) for x in re.findall(r"\[(\d+)\]", sentence) if int(x) <= len(renumber)]
+        cited = [int(x) for x in re.findall(r"\[(\d+)\]", without_code(sentence)) if 0 < int(x) <= len(renumber)]
         for n in cited:
             claims.setdefault(n, []).append(_strip_markers(sentence))
         if not cited and _needs_citation(sentence):
@@ -504,7 +526,7 @@ def check_citations(text: str, passages: Sequence[Hit]) -> CheckedText:
     first = rewritten[spans[0][0] : spans[0][1]] if spans else ""
     mentions = REFUSAL_PREFIX.lower() in rewritten.lower()
     refused = (
-        (_is_refusal_start(first) and not re.search(r"\[\d+\]", first))
+        (_is_refusal_start(first) and not re.search(r"\[\d+\]", without_code(first)))
         or (mentions and not citations)
         or (not citations and bool(_LOOSE_REFUSAL.search(first)))
     )

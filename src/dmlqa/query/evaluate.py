@@ -15,6 +15,7 @@ from typing import Any, TypeVar
 
 from dmlqa.errors import InputFileError
 from dmlqa.query.answer import LLM_UNAVAILABLE
+from dmlqa.query.citations import without_code
 from dmlqa.textsafe import replace_lone_surrogates
 
 _Item = TypeVar("_Item")  # a Hit or a Citation (frozen dataclasses with doc_id and url)
@@ -144,9 +145,12 @@ _CITE = re.compile(r"\[(\d{1,3})\]")
 
 
 def dangling_markers(answer: object) -> list[int]:
-    """The ``[n]`` markers of an answer's text that name none of its citations (a reader would follow them)."""
+    """The ``[n]`` markers of an answer's text that name none of its citations (a reader would follow them).
+
+    Code the answer quotes is left out: ``datasets[0]`` there indexes a list and points at no source.
+    """
     have = {c.n for c in answer.citations}
-    return sorted({int(n) for n in _CITE.findall(answer.answer)} - have)
+    return sorted({int(n) for n in _CITE.findall(without_code(answer.answer))} - have)
 
 
 def answer_words(text: str) -> int:

@@ -126,6 +126,8 @@ def _block(c: Candidate, question_tokens: set[str], pool: Sequence[Candidate],
             return None  # a markdown header stands over its unstored |---| line: this "top" is a row of data
         return None if head is None else [head, c]
     if c.role == LISTING:  # a line of a listing comes under the sentence (or comment) saying what the code is
+        if _INDEX_MARK.search(c.text):
+            return None  # as for an announced line (_announced): its "datasets[0]" reads as a citation marker
         return _under(c, question_tokens, pool, neighbour)
     if c.role == SNIPPET:  # a code line comes with the sentence announcing it, which says what it is for
         prev, gap = c, False
