@@ -19,6 +19,7 @@ import httpx
 import pytest
 from test_index_search import make_docs_and_chunks
 
+from dmlqa.extract.sentences import split_document
 from dmlqa.index.embed import embed_texts
 from dmlqa.index.versions import dense_text, publish, write_version
 from dmlqa.models import Block, Chunk, CitationLink, Document, Reference
@@ -44,6 +45,12 @@ FUSION_TEXT = ("Tensor fusion in Horovod batches small allreduce operations into
                "- HOROVOD_CYCLE_TIME sets how long Horovod waits between fusion cycles in milliseconds.\n"
                "- HOROVOD_CACHE_CAPACITY sets how many allreduce responses are cached between steps.")
 
+#: A documentation page with code: the answer quotes its lines as a code block.
+TRAIN_TEXT = ("Ray Train runs one training function on a group of workers.\n"
+              "Configure the number of workers and their GPUs with a ScalingConfig:\n\n"
+              "```python\nscaling_config = ray.train.ScalingConfig(num_workers=2, use_gpu=True)\n"
+              "trainer = TorchTrainer(train_func, scaling_config=scaling_config)\n"
+              "result = trainer.fit()\n```\n")
 
 #: The fixture's citation links (citing → cited), as a build would have resolved its papers' references.
 FIXTURE_CITES = {
@@ -61,7 +68,11 @@ def build_fixture_index(home: Path, encoder) -> None:  # noqa: ANN001
                       url="https://horovod.readthedocs.io/en/stable/tensor-fusion_include.html",
                       blocks=(Block(text=FUSION_TEXT),), kind="docs", year=2023, topics=("Horovod documentation",),
                       content_type="html")
-    for d, text in ((evil, EVIL_TEXT), (fusion, FUSION_TEXT)):
+    train = Document(doc_id="web:docs.ray.io/train", title="Getting started with PyTorch",
+                     url="https://docs.ray.io/en/latest/train/getting-started-pytorch.html",
+                     blocks=(Block(text=TRAIN_TEXT),), kind="docs", year=2024, topics=("Ray documentation",),
+                     content_type="html")
+    for d, text in ((evil, EVIL_TEXT), (fusion, FUSION_TEXT), (train, TRAIN_TEXT)):
         docs.append(d)
         chunks.append(Chunk(chunk_id=f"{d.doc_id}#0", doc_id=d.doc_id, url=d.url, title=d.title, text=text, start=0,
                             end=len(text)))
@@ -72,8 +83,11 @@ def build_fixture_index(home: Path, encoder) -> None:  # noqa: ANN001
     titles = {d.doc_id: d.title for d in docs}
     rows = [(CitationLink(a, Reference(raw=titles[b], ordinal=i, title=titles[b]), b, how="title"), f"doc:{b}")
             for a, bs in FIXTURE_CITES.items() for i, b in enumerate(bs, start=1)]
+    # the quotable sentences and their vectors, as a build stores them (code lines know their role)
+    kept = [(o, x) for d in docs for o, x in enumerate(split_document(d)) if x.quotable]
+    svecs = embed_texts([x.text for _, x in kept], encoder).vectors
     publish(home / "index", write_version(home / "index", docs, chunks, vecs, meta, ann_threshold=1000,
-                                          citations=rows))
+                                          citations=rows, sentences=kept, sentence_vectors=svecs))
 
 
 def _free_port() -> int:
@@ -244,6 +258,18 @@ def test_questions_stay_above_their_answers_and_the_chat_follows(browser, app_ur
     assert box and 360 <= box["height"] <= 700  # grows to the window, not a fixed small box
     shot(page, "scroll.png")
     ctx.close()
+
+
+def test_quoted_code_shows_as_a_code_block(page: Page) -> None:
+    ask(page, "How do I configure the number of Ray Train workers and their GPUs?")
+    answer = page.locator("#dmlqa-chat .dmlqa-answer:has(.dmlqa-meta)").last
+    code = answer.locator("pre.dmlqa-code code")
+    expect(code).to_contain_text("ScalingConfig(num_workers=2, use_gpu=True)")
+    lines = code.inner_text().split("\n")
+    assert lines[-2:] == ["trainer = TorchTrainer(train_func, scaling_config=scaling_config)",
+                          "result = trainer.fit()"], lines  # one line each, as quoted
+    expect(answer.locator("a.dmlqa-cite").first).to_have_text("[1]")
+    shot(page, "code.png")
 
 
 def test_html_in_questions_and_titles_renders_as_text(page: Page) -> None:

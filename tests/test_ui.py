@@ -83,6 +83,19 @@ def test_markers_become_links_and_text_is_escaped() -> None:
     assert out.endswith("[9].</p>")  # a marker naming no citation stays text
 
 
+def test_code_renders_as_code_with_its_indentation_and_no_links() -> None:
+    text = ("Wrap the loader [1]:\n```\nfor batch in loader:\n    x = batch[2] <b>\n```\n"
+            "then read `outputs[1]` [2].")
+    out = text_with_links(text, [cite(1), cite(2)], {1: "https://x.org/1", 2: "https://x.org/2"})
+    assert "\n" not in out
+    assert '<pre class="dmlqa-code"><code>for batch in loader:&#10;    x = batch[2] &lt;b&gt;</code></pre>' in out
+    assert "<code>outputs[1]</code>" in out  # inline code: its brackets are no citation
+    assert out.count('class="dmlqa-cite"') == 2 and out.endswith('[2]</a>.</p>')
+    # a block still open (an answer streaming) is shown as code so far
+    assert rich_text("Run:\n```\nray start --head") == ('<p class="dmlqa-p">Run:</p>'
+                                                       '<pre class="dmlqa-code"><code>ray start --head</code></pre>')
+
+
 def test_list_items_render_as_lists_and_stay_escaped() -> None:
     # what the extractive answerer writes for quoted list items: one per line, "- item [n]"
     text = (f"Horovod tunes tensor fusion with these settings: [1]\n- HOROVOD_FUSION_THRESHOLD {EVIL} [1]\n"

@@ -51,6 +51,8 @@ CSS = """
 .dmlqa-answer .dmlqa-text ul { list-style: disc outside; padding-left: 1.5em; margin: .2em 0 .5em 0; }
 .dmlqa-answer .dmlqa-text ol { list-style: decimal outside; padding-left: 1.7em; margin: .2em 0 .5em 0; }
 .dmlqa-answer .dmlqa-text li { margin: .15em 0; display: list-item; }
+.dmlqa-answer .dmlqa-text pre.dmlqa-code { margin: .2em 0 .5em 0; padding: .4em .6em; overflow-x: auto;
+  white-space: pre; font-size: .9em; background: rgba(127,127,127,.1); border-radius: 4px; }
 .dmlqa-question { white-space: normal; overflow-wrap: anywhere; }
 .dmlqa-cite { font-weight: 600; text-decoration: none; }
 .dmlqa-notice { margin-top: .5em; padding: .3em .6em; border-left: 3px solid #d97706; background: rgba(217,119,6,.08); }

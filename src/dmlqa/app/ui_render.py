@@ -131,6 +131,16 @@ def view_hrefs(citations: Sequence[Citation], originals: Mapping[int, str | None
 #: writes list items it quotes as "- item [n]", one per line, and LLMs write markdown lists.
 _BULLET_LINE = re.compile(r"^\s*[-*•▪●◦‣]\s+(?=\S)")
 _NUMBER_LINE = re.compile(r"^\s*\d{1,2}[.)]\s+(?=\S)")
+#: A line that opens or closes a fenced code block: the extractive answerer quotes code between them.
+_FENCE_LINE = re.compile(r"^\s*```")
+#: An inline code span: shown as code, its brackets never read as citation markers.
+_INLINE_CODE = re.compile(r"`([^`\n]+)`")
+
+
+def _code_block(lines: Sequence[str]) -> str:
+    # One line of HTML (see _one_line): the block's line breaks are written as character references,
+    # which <pre> shows as breaks; indentation is kept, and nothing in it is linked.
+    return f'<pre class="dmlqa-code"><code>{"&#10;".join(esc(line) for line in lines)}</code></pre>'
 
 
 def rich_text(text: str, inline: Callable[[str], str] = esc) -> str:
@@ -138,13 +148,20 @@ def rich_text(text: str, inline: Callable[[str], str] = esc) -> str:
 
     Lines starting with ``- ``/``* ``/``• `` are bullets (one line is enough); two or more
     consecutive ``1. ``/``2) `` lines are a numbered list (a single one is ordinary text); a blank
-    line separates paragraphs and other line breaks stay breaks. ``inline`` escapes the text of
-    each line (and may add links); nothing in ``text`` is ever read as markup.
+    line separates paragraphs and other line breaks stay breaks. Lines between ````` fences are a
+    code block, shown as they are (indentation kept, never linked). ``inline`` escapes the text of
+    each other line (and may add links); nothing in ``text`` is ever read as markup.
     """
     lines = (text or "").replace("\r\n", "\n").replace("\r", "\n").split("\n")
     kinds = []
+    fenced = False
     for line in lines:
-        if not line.strip():
+        if _FENCE_LINE.match(line):
+            kinds.append("fence")
+            fenced = not fenced
+        elif fenced:
+            kinds.append("code")
+        elif not line.strip():
             kinds.append("blank")
         elif _BULLET_LINE.match(line):
             kinds.append("ul")
@@ -170,8 +187,18 @@ def rich_text(text: str, inline: Callable[[str], str] = esc) -> str:
             items.clear()
             open_list = None
 
+    code: list[str] | None = None  # the lines of the code block being read
     for line, kind in zip(lines, kinds, strict=True):
-        if kind == "blank":
+        if kind == "fence":
+            close()
+            if code is None:
+                code = []
+            else:
+                out.append(_code_block(code))
+                code = None
+        elif kind == "code":
+            code.append(line)  # type: ignore[union-attr]
+        elif kind == "blank":
             close()
         elif kind == "text":
             if open_list:
@@ -184,12 +211,14 @@ def rich_text(text: str, inline: Callable[[str], str] = esc) -> str:
             pattern = _BULLET_LINE if kind == "ul" else _NUMBER_LINE
             items.append(f"<li>{inline(pattern.sub('', line, count=1).strip())}</li>")
     close()
+    if code:  # a block still open when the text ends (an answer still streaming)
+        out.append(_code_block(code))
     return "".join(out)
 
 
 def text_with_links(text: str, citations: Sequence[Citation], hrefs: Mapping[int, str | None]) -> str:
     """Escape ``text``, turn each ``[n]`` that names a citation into a link to its source, and
-    render its lists as lists (see :func:`rich_text`)."""
+    render its lists as lists and its code as code (see :func:`rich_text`): ``datasets[0]`` in code stays text."""
     titles = {c.n: c.title for c in citations}
 
     def marker(m: re.Match[str]) -> str:
@@ -198,8 +227,16 @@ def text_with_links(text: str, citations: Sequence[Citation], hrefs: Mapping[int
             return m.group(0)
         return link(hrefs.get(n), f"[{n}]", cls="dmlqa-cite", title=f"[{n}] {titles[n]}")
 
-    # escaping leaves "[", digits and "]" alone, so markers survive it
-    return rich_text(text, lambda line: _MARKER.sub(marker, esc(line)))
+    def inline(line: str) -> str:
+        # escaping leaves "[", digits, "]" and backticks alone, so markers and code spans survive it
+        out, pos = [], 0
+        line = esc(line)
+        for m in _INLINE_CODE.finditer(line):
+            out += [_MARKER.sub(marker, line[pos : m.start()]), f"<code>{m.group(1)}</code>"]
+            pos = m.end()
+        return "".join([*out, _MARKER.sub(marker, line[pos:])])
+
+    return rich_text(text, inline)
 
 
 def backend_label(backend: str) -> str:
