@@ -9,7 +9,7 @@ from dataclasses import replace
 import numpy as np
 import pytest
 
-from dmlqa.extract.sentences import CAPTION, ITEM, PROSE, ROW, SNIPPET
+from dmlqa.extract.sentences import CAPTION, ITEM, LISTING, PROSE, ROW, SNIPPET
 from dmlqa.models import Hit
 from dmlqa.query.extractive import Candidate, Pool, question_terms
 from dmlqa.query.features import (
@@ -490,6 +490,21 @@ def test_a_code_line_ranked_best_is_quoted_under_the_sentence_announcing_it() ->
     indexed = _cands([(PROSE, "Read the head node's address with:"), (SNIPPET, "address = ray.nodes()[1]")])
     assert choose("How do I read the head node's address?", indexed, np.array([0.2, 0.9]),
                   neighbour=_neighbour(indexed)) == []
+
+
+def test_a_listing_line_is_quoted_under_the_sentence_over_its_block_unless_it_indexes() -> None:
+    cands = _cands([(PROSE, "This example trains the model on two GPU workers."),
+                    (LISTING, "scaling_config = ScalingConfig(num_workers=2, use_gpu=True)"),
+                    (LISTING, "trainer = TorchTrainer(train_func, scaling_config=scaling_config)"),
+                    (LISTING, "result = trainer.fit()")])
+    chosen = choose("How do I start training with a TorchTrainer?", cands, np.array([0.2, 0.1, 0.9, 0.1]),
+                    neighbour=_neighbour(cands))
+    assert [c.ordinal for c in chosen] == [0, 2]  # the sentence saying what the code is, then the line
+    # a line whose "[0]" would read as a citation marker of the answer is not quoted
+    indexed = _cands([(PROSE, "This example trains the model on two GPU workers."),
+                      (LISTING, "loader = DataLoader(datasets[0], batch_size=8)")])
+    assert LISTING not in [c.role for c in choose("How do I build the DataLoader for training?", indexed,
+                                                  np.array([0.2, 0.9]), neighbour=_neighbour(indexed))]
 
 
 def test_a_code_line_capitalised_like_a_title_is_still_quoted_as_code() -> None:
