@@ -492,6 +492,23 @@ def test_a_code_line_ranked_best_is_quoted_under_the_sentence_announcing_it() ->
                   neighbour=_neighbour(indexed)) == []
 
 
+def test_a_sentence_whose_terms_a_quoted_one_holds_is_not_quoted_again() -> None:
+    long = _cands([(ITEM, "Wrap the optimizer in hvd.DistributedOptimizer. It averages gradients using allreduce.")])
+    short = _cands([(ITEM, "Wrap the optimizer in hvd.DistributedOptimizer."),
+                    (PROSE, "Horovod averages the gradients of every worker before the update.")], doc="e")
+    cands = long + short
+    chosen = choose("How do I make my optimizer distributed with Horovod?", cands, np.array([0.9, 0.8, 0.7]),
+                    neighbour=_neighbour(cands), add_above=0.5)
+    assert [(c.doc_id, c.ordinal) for c in chosen] == [("d", 0), ("e", 1)]  # the docs page's shorter copy is left out
+    # a code line is quoted as written though a sentence named the same command inline
+    code = _cands([(PROSE, "Start it with horovodrun -np 4 -H localhost:4 python train.py on one machine."),
+                   (PROSE, "Run it on one machine like this:"),
+                   (SNIPPET, "horovodrun -np 4 -H localhost:4 python train.py")], doc="f")
+    chosen = choose("How do I start a Horovod job on one machine?", code, np.array([0.9, 0.6, 0.8]),
+                    neighbour=_neighbour(code), add_above=0.5)
+    assert [c.ordinal for c in chosen] == [0, 1, 2]
+
+
 def test_a_listing_line_is_quoted_under_the_sentence_over_its_block_unless_it_indexes() -> None:
     cands = _cands([(PROSE, "This example trains the model on two GPU workers."),
                     (LISTING, "scaling_config = ScalingConfig(num_workers=2, use_gpu=True)"),

@@ -203,17 +203,24 @@ def _under(c: Candidate, question_tokens: set[str], pool: Sequence[Candidate],
 #: A sentence sharing this much of its terms (Jaccard) with one already quoted says nothing new: the
 #: arXiv and the proceedings copy of a paper differ in a ligature or a reference marker.
 SAME_SENTENCE = 0.8
+#: A sentence of at least this many terms, every one of them in a sentence already quoted, says nothing new
+#: either: a docs page's "Wrap the optimizer in hvd.DistributedOptimizer." under its longer list item.
+CONTAINED_TERMS = 4
 
 
-def _said(text: str, said: Sequence[set[str]]) -> bool:
-    """Does a quoted sentence say this already? Not when this one holds a number or version the other
-    lacks: two releases of a README ("g++-5 or above" and "g++-4.9 or above") differ in just that, and
-    which one holds the answer is what the question asks. The source's reference markers ("[12]") are
-    no figures: the arXiv and the proceedings copy number their references apart."""
+def _said(text: str, said: Sequence[set[str]], *, code: bool = False) -> bool:
+    """Does a quoted sentence say this already (nearly the same terms, or all of its terms and more)? Not
+    when this one holds a number or version the other lacks: two releases of a README ("g++-5 or above"
+    and "g++-4.9 or above") differ in just that, and which one holds the answer is what the question asks.
+    The source's reference markers ("[12]") are no figures: the arXiv and the proceedings copy number their
+    references apart. A sentence announcing what follows ("To run on a machine with 4 GPUs:") is never
+    contained in another: what it announces differs; nor is a line of ``code``, whose exact form is what
+    it shows (a sentence naming "mpirun -np 16 -H ..." inline does not quote the command's lines)."""
     terms = set(tokenize(text))
+    contained = len(terms) >= CONTAINED_TERMS and not code and not leans_forward(text)
     figures: set[str] | None = None
     for s in said:
-        if len(terms & s) >= SAME_SENTENCE * len(terms | s):
+        if len(terms & s) >= SAME_SENTENCE * len(terms | s) or contained and terms <= s:
             if figures is None:  # only for a near repeat: for_answer and tokenize cost 20 µs a candidate
                 figures = {t for t in tokenize(for_answer(text)) if any(ch.isdigit() for ch in t)}
             if figures <= s:
@@ -295,7 +302,7 @@ def choose(question: str, cands: Sequence[Candidate], scores: np.ndarray, *,
             break
         if blocks and rank[i] < add_above:
             continue
-        if (c.doc_id, c.ordinal) in taken or _said(c.text, said):
+        if (c.doc_id, c.ordinal) in taken or _said(c.text, said, code=c.role in QUOTED_CODE):
             continue  # the same sentence in a second copy of the work (arXiv and proceedings) says nothing new
         if blocks and words + _words([c]) > max_words:
             continue  # its block holds it: over the budget before its neighbours are read
