@@ -32,6 +32,10 @@ from dmlqa.settings import load_settings
     ("How does soft MoE avoid dropping tokens?", "soft MoE"),  # a short acronym may end it
     ("How does pipeline parallelism work?", "pipeline parallelism"),
     ("how do gradient buckets reduce latency?", "gradient buckets"),
+    ("How does expert choice routing avoid load imbalance?", "expert choice routing"),  # the longer first
+    ("How is the critical batch size used to pick a learning rate?", "critical batch size"),  # "the", then a verb
+    ("How does in-network aggregation on programmable switches speed up allreduce?", "in-network aggregation"),
+    ("How do gradient buckets in DDP help overlap communication?", "gradient buckets"),
 ])
 def test_the_subject_of_what_is_and_how_does_questions(question: str, subject: str) -> None:
     assert asked_subject(question) == subject
@@ -47,6 +51,9 @@ def test_the_subject_of_what_is_and_how_does_questions(question: str, subject: s
     "How does elastic RayExecutor differ from the non-elastic one?",  # a name: the name check's
     "Which paper introduced tree attention?",  # not a what-is or how-does question
     "What is tree attention about in this paper, compared with ring attention and more?",  # "about": no end
+    "How is the learning rate warmed up?",  # "the" with a verb the check does not know
+    "How does data parallelism on many nodes behave?",  # a preposition, but no verb of the list after it
+    "How is pipeline parallelism on TPUs used?",  # the preposition form is for "how does/do" only
 ])
 def test_no_subject_is_read_where_the_question_does_not_name_a_thing(question: str) -> None:
     assert asked_subject(question) is None

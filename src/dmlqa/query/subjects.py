@@ -14,16 +14,21 @@ name a thing rather than a property of one:
   property ("What is the default gradient bucket size?", which the corpus words differently), and is left;
 * ``How does/do/is/are [a|an] X <verb>``, the verb one of :data:`_SUBJECT_VERBS`, so that X ends where the
   sentence's verb begins: with any word taken for the verb, "How do workers communicate in ...?" would name
-  "workers communicate". ("How does in-network aggregation on programmable switches speed up allreduce?" is
-  left: a preposition may follow a subject or a verb.)
+  "workers communicate";
+* ``How is/are the X <verb>``: "How is the gradient noise scale used to pick ...?" names the thing it asks how
+  to use ("the" is read here, where a verb of the list closes the subject);
+* ``How does/do [a|an] X on|in|for|with ... <verb>``, a verb of the list within :data:`_VERB_WITHIN` words of
+  the preposition: "How does in-network aggregation on programmable switches speed up allreduce?". A
+  preposition may follow a subject or a verb; the verb further on says it followed the subject.
 
-X is two or three lower-case words (the last may be a short acronym: "soft MoE"), none of them a word of
-asking, a verb of the list or an adjective of judgement ("typical", "best": "a typical hourly price" is a
-question's wording, not a thing's name). It is unknown when no passage, title or address writes it as a phrase
-(:func:`dmlqa.query.mentions.phrase`: any separator between its words, a plural).
+X is three or two lower-case words, the longer tried first (the last may be a short acronym: "soft MoE"), none
+of them a word of asking, a verb of the list or an adjective of judgement ("typical", "best": "a typical hourly
+price" is a question's wording, not a thing's name). It is unknown when no passage, title or address writes it
+as a phrase (:func:`dmlqa.query.mentions.phrase`: any separator between its words, a plural).
 
 Measured with `kb.ask` on every question set (bench/README.md, twenty-fourth round): 4 more of the 70
-unanswerable questions of bench/train/unanswerable-21.jsonl refused, and no answerable question of any set.
+unanswerable questions of bench/train/unanswerable-21.jsonl refused, and no answerable question of any set; the
+"the" and preposition forms (twenty-fifth round) 2 more, and no answerable question.
 """
 
 from __future__ import annotations
@@ -57,8 +62,13 @@ _WORD = re.compile(r"[a-z][a-z0-9]*(?:-[a-z0-9]+)*")
 _SHORT_ACRONYM = re.compile(r"(?=(?:[a-z]*[A-Z]){2})[A-Za-z]{2,4}")  # MoE, GPU, KV
 _OPENING = (
     (re.compile(r"(?i:what(?:'s|’s|\s+is|\s+are))\s+(?:an?\s+)?"), "what"),
+    (re.compile(r"(?i:how\s+(?:is|are))\s+the\s+"), "how"),
     (re.compile(r"(?i:how\s+(?:does|do|is|are))\s+(?:an?\s+)?"), "how"),
 )
+#: Prepositions a subject of "How does X ...?" may be followed by, when a verb of the list comes after them.
+_SUBJECT_PREPOSITIONS = frozenset({"on", "in", "for", "with"})
+#: How many words after such a preposition the verb may come.
+_VERB_WITHIN = 6
 _TOKEN = re.compile(r"[\w'’-]+|[^\w\s]")
 
 
@@ -76,9 +86,11 @@ def asked_subject(question: str) -> str | None:
         if m is None:
             continue
         tokens = _TOKEN.findall(text[m.end():])
-        for n in (2, 3):
+        for n in (3, 2):
             words, after = tokens[:n], (tokens[n] if len(tokens) > n else "")
-            ends = after in (_SUBJECT_VERBS if form == "how" else _WHAT_ENDS)
+            ends = after in _WHAT_ENDS if form == "what" else after in _SUBJECT_VERBS or (
+                after in _SUBJECT_PREPOSITIONS and not m.group().lower().rstrip().endswith(("is", "are", "the"))
+                and any(t in _SUBJECT_VERBS for t in tokens[n + 1 : n + 1 + _VERB_WITHIN]))
             if (len(words) == n and ends and all(_subject_word(w, i == n - 1) for i, w in enumerate(words))
                     and words[0] not in _JUDGEMENT
                     and not any(w.endswith("ed") for w in words[1:])):  # "gradients accumulated": a verb
