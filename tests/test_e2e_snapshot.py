@@ -180,6 +180,21 @@ def test_a_question_of_a_neighbouring_field_is_refused_while_the_fields_own_is_a
     assert not own["refused"] and own["citations"]
 
 
+def test_a_question_naming_a_project_is_answered_from_its_terse_readme(built) -> None:
+    """JetLag's README lists what its generic app does in items of a few words ("2. unpacks and executes
+    run_dir/runapp.sh ..."), as far from the question's vector as an everyday question sits from the corpus; the
+    question names the project and shares its words, so it is answered from it. Naming a work by the way does
+    not make an everyday question one of the field."""
+    home, _, _ = built
+    a = json.loads(dmlqa("--home", str(home), "ask", "What does JetLag's generic app execute after it unpacks "
+                         "input.tgz?", "--json", "--no-llm"))
+    assert not a["refused"] and "run_dir/runapp.sh" in a["answer"]
+    assert any("jetlag" in c["url"].lower() for c in a["citations"])
+    other = json.loads(dmlqa("--home", str(home), "ask", "Which recipe does GPipe's cookbook recommend for banana "
+                             "bread?", "--json", "--no-llm"))
+    assert other["refused"] and other["notice"] == "no passage is about this question"
+
+
 def test_pdf_hits_carry_pages_and_fetched_addresses(built: tuple[Path, dict, dict], expected, shared_dir) -> None:
     home, _, _ = built
     hits = json.loads(dmlqa("--home", str(home), "search", "GPipe micro-batches pipeline bubble re-materialization",

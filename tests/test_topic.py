@@ -21,6 +21,7 @@ from dmlqa.query.topic import (
     TOPIC_SENTENCES,
     FieldCheck,
     FieldCheckError,
+    about_a_named_work,
     background,
     field_check,
     names_a_work,
@@ -198,3 +199,29 @@ def test_a_question_naming_a_work_the_index_holds_is_of_its_field(home: Path) ->
     assert names_a_work(version, "How do I cite Ray Train?")  # a title's first word, an English word too
     assert not names_a_work(version, "How do I resolve a merge conflict in git?")
     assert not names_a_work(version, "Is the RTX 4060 good enough for Cyberpunk 2077?")
+
+
+@pytest.mark.parametrize(("question", "about"), [
+    ("Does Horovod's pip install pull in MXNet and Keras?", True),  # its name, and two words of its passage
+    ("What does horovodrun -np 4 do with train.py in Horovod?", True),
+    ("Which recipe does GPipe's cookbook recommend for banana bread?", False),  # its name, but none of its words
+    ("Who won the Horovod football cup last night?", False),
+    ("Who won the Ray Charles award?", False),  # "Ray" is a title's first word, "Ray Charles" names no work
+    ("How does pip install keras for mxnet?", False),  # its words, but no work's name
+])
+def test_a_question_about_a_named_work_names_it_and_shares_its_words(home: Path, question: str, about: bool) -> None:
+    """No off-topic cut refuses a question that names a work the index holds and shares words with a passage of
+    it: over the snapshot "What does JetLag's generic app run ...?" sits as far from its terse README as an
+    everyday question from the corpus (tests/test_e2e_snapshot.py asks it)."""
+    searcher = Searcher(load_settings(home))
+    version = searcher.pin()
+    hits = retrieve(searcher, version, question, AskOptions(use_llm=False))
+    assert about_a_named_work(version, question, hits) is about
+
+
+def test_an_off_topic_question_naming_a_work_by_the_way_is_still_refused(home: Path) -> None:
+    asker = Asker(Searcher(load_settings(home)), None)
+    question = "Which recipe does GPipe's cookbook recommend for banana bread?"
+    assert default_selector().off_topic(_nearness(Searcher(load_settings(home)), question))
+    a = asker.ask(question)
+    assert a.refused and a.notice == "no passage is about this question"

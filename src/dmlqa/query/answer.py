@@ -287,7 +287,7 @@ class Asker:
             return refuse(*name_refusal(version, unknown, hits), "; ".join(notices) or None, hits)
 
         from dmlqa.query.selector import default_selector
-        from dmlqa.query.topic import nearness, other_field
+        from dmlqa.query.topic import about_a_named_work, nearness, other_field
 
         # gathered once for both answerers (an LLM answer that fails falls back on the extractive one)
         scored = scored_pool(self.searcher, version, text, hits, options, previous=context) if hits else None
@@ -297,7 +297,8 @@ class Asker:
             # question is about another field, whose words the corpus uses ("merge conflict in git"), unless it
             # comes after another in a conversation ("Is there a head-size requirement I should respect to get the
             # most out of it?" is about the answer before, and alone reads as about nothing)
-            why = ("no passage is about this question" if default_selector().off_topic(near) else
+            why = ("no passage is about this question"
+                   if default_selector().off_topic(near) and not about_a_named_work(version, text, hits) else
                    "the question is about another field"
                    if not prev_question and other_field(version, text, scored[0].qvec, near) else None)
             if why:

@@ -13,6 +13,11 @@ fixed set of everyday questions no corpus of this field is about (:data:`PROBES`
 under which a question is refused is fitted on the training questions (``bench/train_selector.py``) and
 ships with the selector's weights.
 
+A question that names a work the index holds and shares words with a passage of it is about that work, however
+far its vector: :func:`about_a_named_work` ("What does JetLag's generic app run after unpacking the input
+archive?" against a README of terse items). Over the snapshot this answers the 3 answerable training questions
+the cut refused, and refuses nothing less (bench/README.md, twenty-fifth round).
+
 Nearness tells how much the corpus holds on a question, not what the question is about. A question of a
 neighbouring field ("how do I resolve a merge conflict in git?", "how do I interpret a p-value?") shares words
 and even phrases with the corpus ("code integration/resolve conflicts in code merging"), and sits as near as a
@@ -34,7 +39,9 @@ import numpy as np
 
 from dmlqa.catalog.urls import github_repo
 from dmlqa.errors import DmlqaError
+from dmlqa.index.lexical import tokenize
 from dmlqa.index.versions import IndexVersion
+from dmlqa.models import Hit
 from dmlqa.query.pinned import per_version
 
 #: How many of the best candidate cosines :func:`topic_cosine` averages (see there).
@@ -139,18 +146,24 @@ class FieldCheck:
 
 
 @per_version
+def _works(version: IndexVersion) -> dict[str, frozenset[str]]:
+    """Each name of :func:`work_names` → the ids of the documents going by it."""
+    out: dict[str, set[str]] = {}
+    for d in version.docs.values():
+        first = (d.title or "").split(maxsplit=1)
+        names = {first[0].strip(":,;.")} if first else set()
+        names.update(repo.split("/")[1] for u in (d.url, d.source_url, *d.aliases) if (repo := github_repo(u or "")))
+        for name in names:
+            out.setdefault(name, set()).add(d.doc_id)
+    return {name: frozenset(docs) for name, docs in out.items()}
+
+
 def work_names(version: IndexVersion) -> frozenset[str]:
     """The names the index's works and projects go by: a title's first word as written ("ZeRO: Memory ..." is
     "ZeRO", "Ray Train: ..." is "Ray"), and a repository's name in its address, lower-cased ("megatron-lm"). Not
     every word of a title: "Phylanx provides a ... Python-based interface" names Phylanx, not Python. A title's
     plain first word ("Efficient ...") counts too: a question names it as a name only when it names the work."""
-    out: set[str] = set()
-    for d in version.docs.values():
-        first = (d.title or "").split(maxsplit=1)
-        if first:
-            out.add(first[0].strip(":,;."))
-        out.update(repo.split("/")[1] for u in (d.url, d.source_url, *d.aliases) if (repo := github_repo(u or "")))
-    return frozenset(out)
+    return frozenset(_works(version))
 
 
 def names_a_work(version: IndexVersion, question: str) -> bool:
@@ -163,6 +176,38 @@ def names_a_work(version: IndexVersion, question: str) -> bool:
     # a name or its first word ("Ray Train", "DeepSpeed Ulysses"), as written or as a repository's
     return any(w in names or w.lower() in names
                for n in candidate_names(question, concepts(version)) for w in {n, n.split()[0]})
+
+
+#: How many words besides its name a question must share with a retrieved passage of the work it names to be
+#: taken as about that work (see :func:`about_a_named_work`).
+NAMED_WORK_WORDS = 2
+#: Words of asking and linking, which any question shares with any passage (stems as the lexical index has them).
+_ASKING = frozenset(
+    "what doe which who whom whose how why when where after befor can could should would will has have did are was "
+    "were the and for with from into that this there their about onc".split())
+
+
+def about_a_named_work(version: IndexVersion, question: str, hits: Sequence[Hit]) -> bool:
+    """Does the question name a work the index holds, as the work goes by ("JetLag": a title's first word or a
+    repository's name, :func:`work_names`; not a first word alone: "Ray Charles" does not name Ray), and share
+    NAMED_WORK_WORDS more words with one of the ``hits`` from that work?
+
+    Then no off-topic cut may refuse it: a project's terse README ("3. Has a generic app which ... 2. unpacks and
+    executes run_dir/runapp.sh") sits as far from "What does JetLag's generic app run after unpacking the input
+    archive?" as an everyday question sits from the corpus, while its name and words say what it is about. "Which
+    recipe does GPipe's cookbook recommend for banana bread?" names a work too, but shares no word with it.
+    """
+    from dmlqa.query.mentions import concepts
+    from dmlqa.query.names import candidate_names
+
+    works = _works(version)
+    named = [n for n in candidate_names(question, concepts(version)) if n in works or n.lower() in works]
+    docs = {d for n in named for d in works.get(n, works.get(n.lower(), frozenset()))}
+    if not docs:
+        return False
+    name_words = {t for n in named for t in tokenize(n)}
+    words = {t for t in tokenize(question) if len(t) > 2 and t not in _ASKING} - name_words
+    return any(h.doc_id in docs and len(words & set(tokenize(h.text))) >= NAMED_WORK_WORDS for h in hits)
 
 
 def other_field(version: IndexVersion, question: str, qvec: np.ndarray | None, near: float) -> bool:
