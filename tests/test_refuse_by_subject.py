@@ -54,6 +54,7 @@ def test_the_subject_of_what_is_and_how_does_questions(question: str, subject: s
     "How is the learning rate warmed up?",  # "the" with a verb the check does not know
     "How does data parallelism on many nodes behave?",  # a preposition, but no verb of the list after it
     "How is pipeline parallelism on TPUs used?",  # the preposition form is for "how does/do" only
+    "How is a pipeline schedule on TPUs used?",
 ])
 def test_no_subject_is_read_where_the_question_does_not_name_a_thing(question: str) -> None:
     assert asked_subject(question) is None

@@ -70,6 +70,7 @@ _SUBJECT_PREPOSITIONS = frozenset({"on", "in", "for", "with"})
 #: How many words after such a preposition the verb may come.
 _VERB_WITHIN = 6
 _TOKEN = re.compile(r"[\w'’-]+|[^\w\s]")
+_DOES = re.compile(r"(?i)how\s+(?:does|do)\s")  # the opening the preposition form is read after
 
 
 def _subject_word(word: str, last: bool) -> bool:
@@ -89,7 +90,7 @@ def asked_subject(question: str) -> str | None:
         for n in (3, 2):
             words, after = tokens[:n], (tokens[n] if len(tokens) > n else "")
             ends = after in _WHAT_ENDS if form == "what" else after in _SUBJECT_VERBS or (
-                after in _SUBJECT_PREPOSITIONS and not m.group().lower().rstrip().endswith(("is", "are", "the"))
+                after in _SUBJECT_PREPOSITIONS and _DOES.match(m.group()) is not None
                 and any(t in _SUBJECT_VERBS for t in tokens[n + 1 : n + 1 + _VERB_WITHIN]))
             if (len(words) == n and ends and all(_subject_word(w, i == n - 1) for i, w in enumerate(words))
                     and words[0] not in _JUDGEMENT
