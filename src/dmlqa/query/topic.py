@@ -202,7 +202,7 @@ def about_a_named_work(version: IndexVersion, question: str, hits: Sequence[Hit]
 
     works = _works(version)
     named = [n for n in candidate_names(question, concepts(version)) if n in works or n.lower() in works]
-    docs = {d for n in named for d in works.get(n, works.get(n.lower(), frozenset()))}
+    docs = {d for n in named for d in works.get(n, frozenset()) | works.get(n.lower(), frozenset())}
     if not docs:
         return False
     name_words = {t for n in named for t in tokenize(n)}
