@@ -18,6 +18,7 @@ from dmlqa.extract.sentences import (
     PROSE,
     REFERENCE,
     ROW,
+    ROW_CHARS,
     SNIPPET,
     classify,
     leans_back,
@@ -632,6 +633,33 @@ def _quote_scored(question: str, d: Document, score: Callable[[Candidate], float
     hit = Hit(rank=1, score=1.0, doc_id="d", url="https://x.org/d", title="T", page=None, section=None, text="")
     body, cites = compose(chosen, [hit])
     return chosen, body, cites
+
+
+def test_a_long_markdown_row_is_a_row_or_furniture_never_prose() -> None:
+    """A settings table whose cells hold a sentence each is quoted row by row under its headers; a matrix's padding
+    of empty cells does not count against a row's length; a row longer still is never quoted as raw pipes."""
+    padding = " |" * 130
+    d = doc("Supported features:\n"
+            f"| Model/Feature | Tensor Parallel | Pipeline Parallel |{padding}\n|---|---|---|\n"
+            f"| Llama V1/V2 | yes | no |{padding}\n"
+            "The optimizations below cut the memory each GPU holds.\n"
+            "| Optimization | Description | Config |\n|---|---|---|\n"
+            "| Precision-aware Optimizer | Stores optimizer states (exp_avg, exp_avg_sq) in BF16 instead of FP32, "
+            "reducing optimizer memory by 50% | --use-precision-aware-optimizer --exp-avg-dtype bf16 "
+            "--exp-avg-sq-dtype bf16 |\n"
+            "| Everything at once | " + "a cell that goes on and on, " * 12 + "| --all |")
+    roles = {s.text[:20]: s.role for s in split_document(d)}
+    assert len(f"| Model/Feature | Tensor Parallel | Pipeline Parallel |{padding}") > ROW_CHARS
+    assert roles["| Model/Feature | Te"] == ROW and roles["| Llama V1/V2 | yes "] == ROW
+    assert roles["| Precision-aware Op"] == ROW
+    assert roles["| Everything at once"] == FURNITURE  # over ROW_CHARS: a paragraph in a cell
+    body = _answer("Which option stores the optimizer states in BF16 to cut optimizer memory?", d, 4)
+    assert ("- Optimization: Precision-aware Optimizer · Description: Stores optimizer states (exp_avg, exp_avg_sq) "
+            "in BF16") in body and "| Precision-aware" not in body
+    rows = [Candidate(0, "d", o, s.text, s.role, s.page) for o, s in enumerate(split_document(d)) if s.role == ROW]
+    hit = Hit(rank=1, score=1.0, doc_id="d", url="https://x.org/d", title="T", page=None, section=None, text="")
+    matrix, _ = compose(rows[:2], [hit])  # the header over its row, as choose gives them
+    assert matrix == "- Model/Feature: Llama V1/V2 · Tensor Parallel: yes · Pipeline Parallel: no [1]"  # no empty pairs
 
 
 def test_markdown_table_rows_are_quotable_one_row_with_its_header() -> None:

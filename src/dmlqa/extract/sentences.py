@@ -48,8 +48,11 @@ QUOTED_CODE = (SNIPPET, LISTING)
 SNIPPET_LINES, SNIPPET_CHARS = 3, 120
 #: A line of a listing longer than this is not quoted (a command with all its flags is ~150 characters).
 LISTING_CHARS = 200
-#: A table row longer than this is no row worth quoting alone (a cell holding a paragraph).
-ROW_CHARS = 200
+#: A table row longer than this, its trailing empty cells left out, is no row worth quoting (a cell holding a
+#: paragraph): it is furniture, never prose, whose raw "| a | b |" would be quoted as a sentence. A row of a
+#: settings table whose cells hold a sentence each ("| Precision-aware Optimizer | Stores optimizer states in
+#: BF16 ... | --use-precision-aware-optimizer ... |") is ~250.
+ROW_CHARS = 300
 #: Length bounds of a quotable sentence (characters, words); the chat UI reads the same numbers.
 MIN_CHARS, MAX_CHARS, MIN_WORDS = 30, 500, 5
 
@@ -240,8 +243,8 @@ def split_document(doc: Document) -> list[Sentence]:
                     role = REFERENCE
                 else:
                     role = classify(text, ITEM if item or _BULLETED.match(text) else PROSE, title=doc.title)
-                    if role not in (CAPTION, FURNITURE, REFERENCE) and _markdown_row(text):
-                        role = ROW
+                    if role not in (CAPTION, FURNITURE, REFERENCE) and _table_line(text):
+                        role = ROW if _markdown_row(text) else FURNITURE
                 out.append(Sentence(doc.doc_id, offset + s, offset + e, text, role, block.page, block.section))
         if pdf and not (refs and refs[0] <= offset < refs[1]):
             # a row the table finder read with its headers is quoted that way; its bare figures are not
@@ -335,13 +338,22 @@ def _lines(text: str) -> Iterator[tuple[int, int, str]]:
         pos += len(line) + 1
 
 
-def _markdown_row(text: str) -> bool:
-    """A markdown table row short enough to quote alone: two cells or more, words in one; not the
-    ``|---|---|`` separator. A file listing or a settings table says its facts only in rows."""
-    if not (text.startswith("|") and text.endswith("|")) or len(text) > ROW_CHARS:
+def _table_line(text: str) -> bool:
+    """A markdown table row of any length: two cells or more, words in one; not the ``|---|---|`` separator."""
+    if not (text.startswith("|") and text.endswith("|")):
         return False
     cells = [c.strip() for c in text.strip("|").split("|")]
     return len(cells) >= 2 and any(sum(ch.isalpha() for ch in c) >= 3 for c in cells)
+
+
+def _markdown_row(text: str) -> bool:
+    """A markdown table row short enough to quote alone (:data:`ROW_CHARS`, trailing empty cells not counted: a
+    compatibility matrix pads its header with 30 of them). A file listing or a settings table says its facts
+    only in rows."""
+    return _table_line(text) and len(_EMPTY_CELLS.sub("|", text)) <= ROW_CHARS
+
+
+_EMPTY_CELLS = re.compile(r"(?:\|\s*)+\|$")
 
 
 def _snippet_line(text: str, chars: int = SNIPPET_CHARS) -> bool:

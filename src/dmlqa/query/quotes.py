@@ -521,7 +521,8 @@ def compose(chosen: Sequence[Candidate], hits: Sequence[Hit], *, question: str =
         elif c.role == ROW:  # a table row reads as a list item, each cell under its column's header
             cells = _cells(text)
             if header is not None and len(header) == len(cells):
-                text = " · ".join(f"{h}: {v}" if h else v for h, v in zip(header, cells, strict=True))
+                # a matrix padded with empty columns ("| Sequence Overlap | | | |") has pairs with nothing to say
+                text = " · ".join(f"{h}: {v}" if h else v for h, v in zip(header, cells, strict=True) if h or v)
             else:
                 text = " | ".join(cells)
             header = None
