@@ -662,6 +662,33 @@ def test_a_long_markdown_row_is_a_row_or_furniture_never_prose() -> None:
     assert matrix == "- Model/Feature: Llama V1/V2 · Tensor Parallel: yes · Pipeline Parallel: no [1]"  # no empty pairs
 
 
+def test_a_row_far_down_a_long_table_is_read_under_its_header_or_not_at_all() -> None:
+    """A leaderboard's 18th row was read under its 7th (the header was looked for 12 rows back): its figures
+    stood under another model's name. Now a header is looked for across HEADER_STEPS rows, and a row further
+    down than that has none: it is not quoted, rather than quoted under a row of data."""
+    from dmlqa.query.quotes import HEADER_STEPS
+
+    def table(n: int) -> Document:
+        rows = "".join(f"| model-{i} | {i}.5T | {40 + i}.25 |\n" for i in range(n))
+        return doc("The leaderboard compares the models on MMLU.\n| Model | Tokens | MMLU |\n|---|---|---|\n" + rows)
+
+    ss = split_document(table(20))
+    cands = [Candidate(0, "d", o, s.text, s.role, s.page) for o, s in enumerate(ss) if s.quotable]
+    by = {c.ordinal: c for c in cands}
+    row = next(c for c in cands if c.text.startswith("| model-17 |"))
+    hit = Hit(rank=1, score=1.0, doc_id="d", url="https://x.org/d", title="T", page=None, section=None, text="")
+    chosen = choose("What MMLU does model-17 reach?", [row], np.array([0.9]),
+                    neighbour=lambda c, step: by.get(c.ordinal + step))
+    assert compose(chosen, [hit])[0] == "- Model: model-17 · Tokens: 17.5T · MMLU: 57.25 [1]"
+    ss = split_document(table(HEADER_STEPS + 5))
+    cands = [Candidate(0, "d", o, s.text, s.role, s.page) for o, s in enumerate(ss) if s.quotable]
+    by = {c.ordinal: c for c in cands}
+    far = cands[-1]
+    assert far.text.startswith(f"| model-{HEADER_STEPS + 4} |")
+    assert choose("What MMLU does the last model reach?", [far], np.array([0.9]),
+                  neighbour=lambda c, step: by.get(c.ordinal + step)) == []
+
+
 def test_markdown_table_rows_are_quotable_one_row_with_its_header() -> None:
     d = doc("The folder holds the training flows of the example.\n| Name | Purpose | Updated |\n|---|---|---|\n"
             "| loader.py | reads the shards | 2023-07-31 |\n"

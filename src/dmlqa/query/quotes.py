@@ -54,8 +54,9 @@ MAX_SENTENCES = 8
 AVOID_RATIO = 0.5
 #: How far back a chain of sentences leaning on their predecessors is followed.
 LEAN_BACK_STEPS = 2
-#: How far back from a table row its header row is looked for.
-HEADER_STEPS = 12
+#: How far back from a table row its header row is looked for: a row further down than this from the top of its
+#: table has no header it can be read under (a leaderboard's 18th row is not read under its 7th).
+HEADER_STEPS = 64
 #: A sentence announcing what follows ("... details are as follows:") whose list, code or next sentence is not
 #: stored is still quoted when it has this many words: what it says before the colon may be the answer
 #: ("The default process group has a world size of 8 and details are as follows:").
@@ -74,7 +75,8 @@ def _readable(c: Candidate | None) -> bool:
 
 def _header_of(row: Candidate, neighbour: Callable[[Candidate, int], Candidate | None]) -> Candidate | None:
     """The first row of the table ``row`` is in (its header): a row alone does not say what its columns
-    are. Rows between them that are not stored (a markdown separator) are skipped, two at most."""
+    are. Rows between them that are not stored (a markdown separator) are skipped, two at most. None when
+    the table runs on past HEADER_STEPS rows: the row reached there is a row of data, no header."""
     top, gap = None, 0
     for step in range(1, HEADER_STEPS):
         prev = neighbour(row, -step)
@@ -86,6 +88,8 @@ def _header_of(row: Candidate, neighbour: Callable[[Candidate, int], Candidate |
         if prev.role != ROW:
             break
         top, gap = prev, 0
+    else:
+        return None
     return top
 
 
