@@ -689,6 +689,34 @@ def test_a_row_far_down_a_long_table_is_read_under_its_header_or_not_at_all() ->
                   neighbour=lambda c, step: by.get(c.ordinal + step)) == []
 
 
+def test_each_table_of_a_readme_is_read_under_its_own_header() -> None:
+    """Two tables under two headings: the heading is not stored, so the second table's rows had been read under the
+    first table's header. A header may leave its first cell empty; a row with one filled cell (a status badge
+    that was an image) says nothing and is furniture."""
+    d = Document(doc_id="d", url="https://x.org/d", title="DeepSpeed", content_type="html", blocks=(
+        Block("Run these to learn DeepSpeed.\n| | Description |\n|---|---|\n"
+              "| Getting Started | First steps with DeepSpeed |\n| JSON Configuration | Configuring DeepSpeed |",
+              section="Further Reading"),
+        Block("| Accelerator | Status |\n|---|---|\n| NVIDIA | passing |\n| AMD | |", section="Build Pipeline Status"),
+    ))
+    ss = split_document(d)
+    assert [(s.role, s.text) for s in ss if s.text.startswith("|") and "---" not in s.text] == [
+        (ROW, "| | Description |"), (ROW, "| Getting Started | First steps with DeepSpeed |"),
+        (ROW, "| JSON Configuration | Configuring DeepSpeed |"), (ROW, "| Accelerator | Status |"),
+        (ROW, "| NVIDIA | passing |"), (FURNITURE, "| AMD | |")]
+    cands = [Candidate(0, "d", o, s.text, s.role, s.page, section=s.section) for o, s in enumerate(ss) if s.quotable]
+    by = {c.ordinal: c for c in cands}
+    hit = Hit(rank=1, score=1.0, doc_id="d", url="https://x.org/d", title="T", page=None, section=None, text="")
+    nvidia = next(c for c in cands if c.text.startswith("| NVIDIA"))
+    chosen = choose("Does the NVIDIA build pass?", [nvidia], np.array([0.9]),
+                    neighbour=lambda c, step: by.get(c.ordinal + step))
+    assert compose(chosen, [hit])[0] == "- Accelerator: NVIDIA · Status: passing [1]"
+    first = next(c for c in cands if c.text.startswith("| Getting Started"))
+    chosen = choose("Where do I start with DeepSpeed?", [first], np.array([0.9]),
+                    neighbour=lambda c, step: by.get(c.ordinal + step))
+    assert compose(chosen, [hit])[0] == "- Getting Started · Description: First steps with DeepSpeed [1]"
+
+
 def test_markdown_table_rows_are_quotable_one_row_with_its_header() -> None:
     d = doc("The folder holds the training flows of the example.\n| Name | Purpose | Updated |\n|---|---|---|\n"
             "| loader.py | reads the shards | 2023-07-31 |\n"

@@ -244,7 +244,9 @@ def split_document(doc: Document) -> list[Sentence]:
                 else:
                     role = classify(text, ITEM if item or _BULLETED.match(text) else PROSE, title=doc.title)
                     if role not in (CAPTION, FURNITURE, REFERENCE) and _table_line(text):
-                        role = ROW if _markdown_row(text) else FURNITURE
+                        under = block.text[e:].lstrip("\n").split("\n", 1)[0]
+                        role = ROW if _markdown_row(text, header=_SEPARATOR_LINE.match(under) is not None) \
+                            else FURNITURE
                 out.append(Sentence(doc.doc_id, offset + s, offset + e, text, role, block.page, block.section))
         if pdf and not (refs and refs[0] <= offset < refs[1]):
             # a row the table finder read with its headers is quoted that way; its bare figures are not
@@ -346,11 +348,18 @@ def _table_line(text: str) -> bool:
     return len(cells) >= 2 and any(sum(ch.isalpha() for ch in c) >= 3 for c in cells)
 
 
-def _markdown_row(text: str) -> bool:
+def _markdown_row(text: str, header: bool = False) -> bool:
     """A markdown table row short enough to quote alone (:data:`ROW_CHARS`, trailing empty cells not counted: a
-    compatibility matrix pads its header with 30 of them). A file listing or a settings table says its facts
-    only in rows."""
-    return _table_line(text) and len(_EMPTY_CELLS.sub("|", text)) <= ROW_CHARS
+    compatibility matrix pads its header with 30 of them), with two cells or more that hold something: "| AMD |
+    |", a build-status row whose badge was an image, says nothing. A ``header`` (the row over the ``|---|``
+    line) may leave its first cell empty ("| | Description |"): the rows under it are read by it. A file listing
+    or a settings table says its facts only in rows."""
+    return (_table_line(text) and len(_EMPTY_CELLS.sub("|", text)) <= ROW_CHARS
+            and sum(1 for cell in text.strip("|").split("|") if cell.strip()) >= (1 if header else 2))
+
+
+#: A markdown table's line under its header: "|---|:---:|".
+_SEPARATOR_LINE = re.compile(r"^\s*\|(?:\s*:?-{3,}:?\s*\|)+\s*$")
 
 
 _EMPTY_CELLS = re.compile(r"(?:\|\s*)+\|$")

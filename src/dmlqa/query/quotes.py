@@ -75,8 +75,9 @@ def _readable(c: Candidate | None) -> bool:
 
 def _header_of(row: Candidate, neighbour: Callable[[Candidate, int], Candidate | None]) -> Candidate | None:
     """The first row of the table ``row`` is in (its header): a row alone does not say what its columns
-    are. Rows between them that are not stored (a markdown separator) are skipped, two at most. None when
-    the table runs on past HEADER_STEPS rows: the row reached there is a row of data, no header."""
+    are. Rows between them that are not stored (a markdown separator) are skipped, two at most, but not a
+    heading: a row of another section is another table's. None when the table runs on past HEADER_STEPS rows:
+    the row reached there is a row of data, no header."""
     top, gap = None, 0
     for step in range(1, HEADER_STEPS):
         prev = neighbour(row, -step)
@@ -85,8 +86,8 @@ def _header_of(row: Candidate, neighbour: Callable[[Candidate, int], Candidate |
             if gap > 2:
                 break
             continue
-        if prev.role != ROW:
-            break
+        if prev.role != ROW or prev.section != row.section:
+            break  # a heading between two tables is not stored, but it starts a section
         top, gap = prev, 0
     else:
         return None
@@ -525,8 +526,8 @@ def compose(chosen: Sequence[Candidate], hits: Sequence[Hit], *, question: str =
         elif c.role == ROW:  # a table row reads as a list item, each cell under its column's header
             cells = _cells(text)
             if header is not None and len(header) == len(cells):
-                # a matrix padded with empty columns ("| Sequence Overlap | | | |") has pairs with nothing to say
-                text = " · ".join(f"{h}: {v}" if h else v for h, v in zip(header, cells, strict=True) if h or v)
+                # an empty cell says nothing under its header ("Status:"), nor a matrix's padding ("| | | |")
+                text = " · ".join(f"{h}: {v}" if h else v for h, v in zip(header, cells, strict=True) if v)
             else:
                 text = " | ".join(cells)
             header = None
