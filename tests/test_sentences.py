@@ -717,6 +717,15 @@ def test_each_table_of_a_readme_is_read_under_its_own_header() -> None:
     assert compose(chosen, [hit])[0] == "- Getting Started · Description: First steps with DeepSpeed [1]"
 
 
+def test_a_row_whose_cells_hold_sentences_is_one_row() -> None:
+    d = doc("Set these variables before starting exo.\n| Variable | Description | Default |\n|---|---|---|\n"
+            "| EXO_MODELS_DIRS | Colon-separated additional writable directories for model downloads. Checked in order "
+            "after the default; first with enough free space is used. | None |")
+    assert roles(d)[-1] == (ROW, "| EXO_MODELS_DIRS | Colon-separated additional writable directories for model "
+                                 "downloads. Checked in order after the default; first with enough free space is used. "
+                                 "| None |")
+
+
 def test_markdown_table_rows_are_quotable_one_row_with_its_header() -> None:
     d = doc("The folder holds the training flows of the example.\n| Name | Purpose | Updated |\n|---|---|---|\n"
             "| loader.py | reads the shards | 2023-07-31 |\n"

@@ -232,8 +232,11 @@ def split_document(doc: Document) -> list[Sentence]:
                                     block.section))
                 continue
             item = kind == ITEM
-            # a list item is quoted whole, but for one too long to quote: its sentences are quoted instead
-            cut = [(p_start, p_end)] if item and p_end - p_start <= MAX_CHARS else list(spans(para, p_start))
+            # a list item is quoted whole, but for one too long to quote: its sentences are quoted instead; a
+            # table's row is one unit whatever its cells say ("| EXO_MODELS_DIRS | Colon-separated ... downloads.
+            # Checked in order ... |" is no two sentences)
+            cut = [(p_start, p_end)] if (item and p_end - p_start <= MAX_CHARS) or \
+                ("\n" not in para.strip() and _table_line(" ".join(para.split()))) else list(spans(para, p_start))
             for s, e in cut:
                 raw = block.text[s:e]
                 text = " ".join(raw.split())
