@@ -119,6 +119,23 @@ def test_a_footnote_number_glued_to_a_stop_ends_the_sentence_and_is_dropped() ->
         "Release 2.8 Followers were counted in the second study of the year."]
 
 
+def test_a_footnote_mark_opens_a_sentence_and_an_authors_note_is_furniture() -> None:
+    """A paper's first page runs its authors' footnotes into the abstract: "... using 256 GPUs. ∗This work was
+    conducted when ..." was quoted as one sentence. A footnote about a result stays quotable; "2 ∗ (N − 1)" is
+    arithmetic, no mark."""
+    pdf = doc("The module attains near-linear scalability using 256 GPUs. ∗This work was conducted when the author "
+              "was an employee at Facebook. Each of N nodes communicates with two of its peers 2 ∗ (N − 1) times. "
+              "All models needed 100k steps to reach the threshold. † T5-Base did not reach this perplexity in 100k "
+              "steps. ∗ Corresponding author.", content_type="pdf")
+    assert roles(pdf) == [
+        (PROSE, "The module attains near-linear scalability using 256 GPUs."),
+        (FURNITURE, "∗This work was conducted when the author was an employee at Facebook."),
+        (PROSE, "Each of N nodes communicates with two of its peers 2 ∗ (N − 1) times."),
+        (PROSE, "All models needed 100k steps to reach the threshold."),
+        (PROSE, "† T5-Base did not reach this perplexity in 100k steps."),
+        (FURNITURE, "∗ Corresponding author.")]
+
+
 def test_a_pdf_line_ending_a_sentence_before_one_opening_lower_case_ends_it() -> None:
     """A figure's caption breaks into the running text, whose sentence goes on in lower case under it: read as one,
     the caption's last sentence carried the other's tail into every quote of it. A wrapped address is no end."""

@@ -18,10 +18,11 @@ from collections.abc import Iterator
 #: A stop ending a line before one that opens in lower case ends a sentence too (group ``lower``): in PDF text that
 #: is where a figure's caption or a footnote broke into the running text, whose sentence goes on under it ("...
 #: a single model parallel transformer layer." / "contains a portion of the embedding table, ..."); read as one,
-#: the caption's last sentence carried the other's tail into every quote of it.
+#: the caption's last sentence carried the other's tail into every quote of it. A footnote's mark opens a sentence
+#: too: a paper's first page runs "... using 256 GPUs. ∗This work was conducted when ..." into its abstract.
 _BOUNDARY = re.compile(r"[.!?](?P<note>(?<=[a-z)][.!?])[0-9]{1,2}(?=\s+[A-Z][a-z]))?"
                        r"(?P<gap>[\"'”’)\]]*(?:[ \t]+\(\d{1,3}\)(?=[ \t]*\n))?\s+)"
-                       r"(?=[\"'“‘(\[]?[A-Z0-9]|(?P<lower>(?<=[a-z0-9)\]][.!?]\n)[a-z]))")
+                       r"(?=[\"'“‘(\[]?[A-Z0-9]|[∗†‡]\s?[A-Z]|(?P<lower>(?<=[a-z0-9)\]][.!?]\n)[a-z]))")
 #: Where a run of list items was flattened into one line, each item begins (the gap before it is cut): a bullet in
 #: PDF text ("as follows: • Blocked quantized weights ... by 50%. • Hierarchical ..."), or a dash after a colon or a
 #: stop in HTML text (": - qwZ applies ... - hpZ eliminates ..."). As one sentence, the run was too long to quote.

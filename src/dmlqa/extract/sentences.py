@@ -537,6 +537,11 @@ def _unbulleted(text: str, role: str) -> str:
     return ITEM_LINE.sub("", text, count=1) if role == ITEM else text
 
 
+#: What a paper's footnote about its authors says (after a mark: see classify).
+_AUTHOR_NOTE = re.compile(r"(?i)equal(?:ly)? contribut|corresponding author|internship|affiliat|universit|"
+                          r"\bwork (?:was )?(?:done|conducted|performed)|school of|institute|@")
+
+
 def classify(text: str, role: str = PROSE, *, title: str = "") -> str:
     """The role of one sentence's text (``role`` is its layout role: prose or a list item)."""
     n = len(text)
@@ -544,6 +549,8 @@ def classify(text: str, role: str = PROSE, *, title: str = "") -> str:
     # the length first: it is free, the regexes are not
     if n < 120 and _print_stamp(text) or (title and text.strip() == title.strip()):
         return FURNITURE
+    if text[:1] in "∗†‡" and _AUTHOR_NOTE.search(text):
+        return FURNITURE  # "∗Equal contribution.", "∗This work was conducted when ... was an employee at ..."
     if holds(text, _CAPTION_NEEDLES) and _CAPTION.search(text):
         return CAPTION
     low = lowered(text)
