@@ -18,12 +18,12 @@ from dmlqa.extract.sentences import (
     PROSE,
     REFERENCE,
     ROW,
-    ROW_CHARS,
     SNIPPET,
     classify,
     leans_back,
     split_document,
 )
+from dmlqa.extract.tables import ROW_CHARS
 from dmlqa.models import Block, Citation, Document, Hit
 from dmlqa.query.extractive import Candidate, passage_candidates, question_terms
 from dmlqa.query.quotes import choose, compose

@@ -17,7 +17,7 @@ from dataclasses import dataclass
 from dmlqa.extract.boundaries import spans
 from dmlqa.extract.layout import contents_lines, header_line, running_headers, set_apart
 from dmlqa.extract.reference_entries import reference_zone
-from dmlqa.extract.tables import TABLE_LABEL, row_parts, text_table_rows
+from dmlqa.extract.tables import SEPARATOR_LINE, TABLE_LABEL, markdown_row, row_parts, table_line, text_table_rows
 from dmlqa.extract.textscan import (
     CODE_TOKENS,
     COMMENT,
@@ -48,11 +48,6 @@ QUOTED_CODE = (SNIPPET, LISTING)
 SNIPPET_LINES, SNIPPET_CHARS = 3, 120
 #: A line of a listing longer than this is not quoted (a command with all its flags is ~150 characters).
 LISTING_CHARS = 200
-#: A table row longer than this, its trailing empty cells left out, is no row worth quoting (a cell holding a
-#: paragraph): it is furniture, never prose, whose raw "| a | b |" would be quoted as a sentence. A row of a
-#: settings table whose cells hold a sentence each ("| Precision-aware Optimizer | Stores optimizer states in
-#: BF16 ... | --use-precision-aware-optimizer ... |") is ~250.
-ROW_CHARS = 300
 #: Length bounds of a quotable sentence (characters, words); the chat UI reads the same numbers.
 MIN_CHARS, MAX_CHARS, MIN_WORDS = 30, 500, 5
 
@@ -236,7 +231,7 @@ def split_document(doc: Document) -> list[Sentence]:
             # table's row is one unit whatever its cells say ("| EXO_MODELS_DIRS | Colon-separated ... downloads.
             # Checked in order ... |" is no two sentences)
             cut = [(p_start, p_end)] if (item and p_end - p_start <= MAX_CHARS) or \
-                ("\n" not in para.strip() and _table_line(" ".join(para.split()))) else list(spans(para, p_start))
+                ("\n" not in para.strip() and table_line(" ".join(para.split()))) else list(spans(para, p_start))
             for s, e in cut:
                 raw = block.text[s:e]
                 text = " ".join(raw.split())
@@ -246,9 +241,9 @@ def split_document(doc: Document) -> list[Sentence]:
                     role = REFERENCE
                 else:
                     role = classify(text, ITEM if item or _BULLETED.match(text) else PROSE, title=doc.title)
-                    if role not in (CAPTION, FURNITURE, REFERENCE) and _table_line(text):
+                    if role not in (CAPTION, FURNITURE, REFERENCE) and table_line(text):
                         under = block.text[e:].lstrip("\n").split("\n", 1)[0]
-                        role = ROW if _markdown_row(text, header=_SEPARATOR_LINE.match(under) is not None) \
+                        role = ROW if markdown_row(text, header=SEPARATOR_LINE.match(under) is not None) \
                             else FURNITURE
                 out.append(Sentence(doc.doc_id, offset + s, offset + e, text, role, block.page, block.section))
         if pdf and not (refs and refs[0] <= offset < refs[1]):
@@ -341,31 +336,6 @@ def _lines(text: str) -> Iterator[tuple[int, int, str]]:
     for line in text.split("\n"):
         yield pos, pos + len(line), " ".join(line.split())
         pos += len(line) + 1
-
-
-def _table_line(text: str) -> bool:
-    """A markdown table row of any length: two cells or more, words in one; not the ``|---|---|`` separator."""
-    if not (text.startswith("|") and text.endswith("|")):
-        return False
-    cells = [c.strip() for c in text.strip("|").split("|")]
-    return len(cells) >= 2 and any(sum(ch.isalpha() for ch in c) >= 3 for c in cells)
-
-
-def _markdown_row(text: str, header: bool = False) -> bool:
-    """A markdown table row short enough to quote alone (:data:`ROW_CHARS`, trailing empty cells not counted: a
-    compatibility matrix pads its header with 30 of them), with two cells or more that hold something: "| AMD |
-    |", a build-status row whose badge was an image, says nothing. A ``header`` (the row over the ``|---|``
-    line) may leave its first cell empty ("| | Description |"): the rows under it are read by it. A file listing
-    or a settings table says its facts only in rows."""
-    return (_table_line(text) and len(_EMPTY_CELLS.sub("|", text)) <= ROW_CHARS
-            and sum(1 for cell in text.strip("|").split("|") if cell.strip()) >= (1 if header else 2))
-
-
-#: A markdown table's line under its header: "|---|:---:|".
-_SEPARATOR_LINE = re.compile(r"^\s*\|(?:\s*:?-{3,}:?\s*\|)+\s*$")
-
-
-_EMPTY_CELLS = re.compile(r"(?:\|\s*)+\|$")
 
 
 def _snippet_line(text: str, chars: int = SNIPPET_CHARS) -> bool:
@@ -567,7 +537,7 @@ def classify(text: str, role: str = PROSE, *, title: str = "") -> str:
         return REFERENCE  # about a cited work named only by its number: a fragment once the marker goes
     if _TREE.search(text) or "```" in text:
         return CODE  # a directory tree drawn with box characters ("│ ├── distributed/"), a markdown code fence
-    if not _markdown_row(text) and number_run(text):
+    if not markdown_row(text) and number_run(text):
         return FURNITURE  # a plot's ticks or a table's figures run into a line ("1 0.5 0 1 0.5 0 Prefill Load")
     if _reads_as_code(_unbulleted(text, role), words):  # "- Run hvd.init()." is an item: the dash is no code
         return CODE

@@ -8,6 +8,9 @@ its columns ("Table 3: Model · GPUs · Throughput — GPT-3 175B · 1024 · 140
 reads alone. Only pages whose text holds a "Table N" caption are searched (pdfplumber is slow, and a
 table without a caption is more often a figure's boxes), and a table is kept only near a caption.
 
+A markdown table (a README's, a docs page's) needs no finder: :func:`markdown_row` tells which of its lines is a
+row worth quoting, which the answer reads under its header's cells.
+
 Tables are a bonus on top of the page text: whatever goes wrong here costs the tables, never the
 document.
 """
@@ -277,3 +280,35 @@ def text_table_rows(block: str) -> Iterator[tuple[int, int, str]]:
             if r not in taken:
                 taken.add(r)
                 yield lines[r][0], lines[r][1], " ".join(lines[r][2].split())
+
+
+# -- markdown tables -------------------------------------------------------------------------------------
+
+#: A table row longer than this, its trailing empty cells left out, is no row worth quoting (a cell holding a
+#: paragraph): it is furniture, never prose, whose raw "| a | b |" would be quoted as a sentence. A row of a
+#: settings table whose cells hold a sentence each ("| Precision-aware Optimizer | Stores optimizer states in
+#: BF16 ... | --use-precision-aware-optimizer ... |") is ~250.
+ROW_CHARS = 300
+
+
+def table_line(text: str) -> bool:
+    """A markdown table row of any length: two cells or more, words in one; not the ``|---|---|`` separator."""
+    if not (text.startswith("|") and text.endswith("|")):
+        return False
+    cells = [c.strip() for c in text.strip("|").split("|")]
+    return len(cells) >= 2 and any(sum(ch.isalpha() for ch in c) >= 3 for c in cells)
+
+
+def markdown_row(text: str, header: bool = False) -> bool:
+    """A markdown table row short enough to quote alone (:data:`ROW_CHARS`, trailing empty cells not counted: a
+    compatibility matrix pads its header with 30 of them), with two cells or more that hold something: "| AMD |
+    |", a build-status row whose badge was an image, says nothing. A ``header`` (the row over the ``|---|``
+    line) may leave its first cell empty ("| | Description |"): the rows under it are read by it. A file listing
+    or a settings table says its facts only in rows."""
+    return (table_line(text) and len(_EMPTY_CELLS.sub("|", text)) <= ROW_CHARS
+            and sum(1 for cell in text.strip("|").split("|") if cell.strip()) >= (1 if header else 2))
+
+
+#: A markdown table's line under its header: "|---|:---:|".
+SEPARATOR_LINE = re.compile(r"^\s*\|(?:\s*:?-{3,}:?\s*\|)+\s*$")
+_EMPTY_CELLS = re.compile(r"(?:\|\s*)+\|$")
