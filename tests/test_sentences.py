@@ -136,6 +136,19 @@ def test_a_footnote_mark_opens_a_sentence_and_an_authors_note_is_furniture() -> 
         (FURNITURE, "∗ Corresponding author.")]
 
 
+def test_a_pages_own_number_under_its_last_line_is_no_word_of_its_sentence() -> None:
+    """A sentence running on to the next page had the page's number as its last word ("... increases the memory
+    3"); only the page's own number is set apart (a journal's page numbers, "43" on page 3, are not known so)."""
+    d = Document(doc_id="d", url="https://x.org/d.pdf", title="T", content_type="pdf", blocks=(
+        Block("Sharing memory between layers shortens the lifespan of each output.\nIt cuts the memory of the "
+              "whole network by half, and of its\n3", page=3),
+        Block("gradients too.", page=4)))
+    assert roles(d)[:3] == [
+        (PROSE, "Sharing memory between layers shortens the lifespan of each output."),
+        (PROSE, "It cuts the memory of the whole network by half, and of its"),
+        (FURNITURE, "3")]
+
+
 def test_a_pdf_line_ending_a_sentence_before_one_opening_lower_case_ends_it() -> None:
     """A figure's caption breaks into the running text, whose sentence goes on in lower case under it: read as one,
     the caption's last sentence carried the other's tail into every quote of it. A wrapped address is no end."""

@@ -1,4 +1,5 @@
-"""Page furniture a PDF's layout gives away: a table of contents, and the running header over each page.
+"""Page furniture a PDF's layout gives away: a table of contents, the running header over each page, and the
+number under it.
 
 Both are text of the page, so they stay in the passages (a paper's title in its running header is how BM25
 finds its pages), but neither is a sentence of the paper: the sentence splitter sets their lines apart
@@ -76,6 +77,16 @@ def running_headers(pages: Sequence[str]) -> dict[str, tuple[str, ...]]:
             wraps.append(text)
         out[line] = tuple(wraps)
     return out
+
+
+def page_number_line(page: str, number: int | None) -> list[tuple[int, int]]:
+    """The span of ``page``'s last line when it is the page's own ``number`` (297 of the snapshot's PDF pages
+    end so): glued to the page's last sentence, it was quoted as a word of it ("... increases the memory 3")."""
+    body = page.rstrip()
+    start = body.rfind("\n") + 1
+    if number is None or not start or body[start:].strip() != str(number):
+        return []
+    return [(start, len(body))]
 
 
 def header_line(page: str, headers: dict[str, tuple[str, ...]]) -> list[tuple[int, int]]:

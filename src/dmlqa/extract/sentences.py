@@ -15,7 +15,7 @@ from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 
 from dmlqa.extract.boundaries import spans
-from dmlqa.extract.layout import contents_lines, header_line, running_headers, set_apart
+from dmlqa.extract.layout import contents_lines, header_line, page_number_line, running_headers, set_apart
 from dmlqa.extract.reference_entries import reference_zone
 from dmlqa.extract.tables import SEPARATOR_LINE, TABLE_LABEL, markdown_row, row_parts, table_line, text_table_rows
 from dmlqa.extract.textscan import (
@@ -211,8 +211,8 @@ def split_document(doc: Document) -> list[Sentence]:
                     for s, e, text in _lines(block.text) if text]
             offset += len(block.text) + len(BLOCK_SEPARATOR)
             continue
-        furniture = (header_line(block.text, headers) if at in tops_at else []) + contents_lines(block.text) \
-            if pdf else []
+        furniture = (header_line(block.text, headers) if at in tops_at else []) + contents_lines(block.text) + \
+            page_number_line(block.text, block.page) if pdf else []
         for p_start, p_end, kind in _paragraphs(block.text, pdf, furniture):
             para = block.text[p_start:p_end]
             if kind in (FURNITURE, HEADING):  # a running header, a contents line, a numbered heading's line
