@@ -524,6 +524,30 @@ def test_a_listing_line_is_quoted_under_the_sentence_over_its_block_unless_it_in
                                                   np.array([0.2, 0.9]), neighbour=_neighbour(indexed))]
 
 
+def test_a_listing_line_under_the_lead_follows_the_lead_not_the_reading_order() -> None:
+    """The lead "Run the following commands ...:" and its command, too long to be announced, were parted by a
+    sentence from higher up the page (the rest is in reading order): the command read as the other's."""
+    cands = _cands([(PROSE, "KubeSphere runs on any Kubernetes cluster, in the cloud or on premises."),
+                    (PROSE, "Run the following commands to install KubeSphere on an existing Kubernetes cluster:"),
+                    (LISTING, "helm upgrade --install -n kubesphere-system --create-namespace ks-core "
+                              "https://charts.kubesphere.io/main/ks-core-1.1.3.tgz --debug --wait"),
+                    (PROSE, "KubeSphere is hosted on several cloud providers.")])
+    chosen = choose("How do I install KubeSphere on my Kubernetes cluster?", cands, np.array([0.6, 0.9, 0.5, 0.1]),
+                    neighbour=_neighbour(cands), add_above=0.3)
+    assert [c.ordinal for c in chosen] == [1, 2, 0]
+    body, _ = compose(chosen, [Hit(rank=1, score=1.0, doc_id="d", url="https://x.org/d", title="KubeSphere",
+                                   page=None, section=None, text="")])
+    assert body.startswith("Run the following commands to install KubeSphere on an existing Kubernetes cluster: [1]"
+                           "\n```\nhelm upgrade --install")
+    # and two documents' code lines quoted one after the other are two blocks, never one
+    a, b = _cands([(PROSE, "Start the head node with:"), (SNIPPET, "ray start --head")], doc="a"), \
+        _cands([(PROSE, "Install it with:"), (SNIPPET, "pip install horovod")], doc="b")
+    hits = [Hit(rank=i, score=1.0, doc_id=d, url=f"https://x.org/{d}", title=d, page=None, section=None, text="")
+            for i, d in enumerate("ab", 1)]
+    body, _ = compose([a[0], a[1], b[1]], hits)
+    assert body.count("```") == 4 and "ray start --head\npip install" not in body
+
+
 def test_a_code_line_capitalised_like_a_title_is_still_quoted_as_code() -> None:
     cands = _cands([(PROSE, "The total number of GPUs is calculated as:"),
                     (SNIPPET, "Total GPUs = TP × PP × CP × EP × DP"),

@@ -345,10 +345,25 @@ def choose(question: str, cands: Sequence[Candidate], scores: np.ndarray, *,
     if not blocks:
         return []
     lead, rest = blocks[0], [b for bl in blocks[1:] for b in bl]
+    # the lines of a listing quoted under a sentence of the lead follow it, not the rest in reading order: "Run
+    # the following commands to install KubeSphere ...:" then its command, which is too long to be announced
+    heads = {(x.doc_id, x.ordinal) for x in lead}
+    follow = [c for c in rest if c.role == LISTING and _over(c, neighbour) in heads]
+    rest = [c for c in rest if c not in follow]
     first: dict[str, int] = {}
     for i, c in enumerate(rest):
         first.setdefault(c.doc_id, i)
-    return lead + sorted(rest, key=lambda c: (first[c.doc_id], c.ordinal))
+    return lead + follow + sorted(rest, key=lambda c: (first[c.doc_id], c.ordinal))
+
+
+def _over(c: Candidate, neighbour: Callable[[Candidate, int], Candidate | None]) -> tuple[str, int] | None:
+    """The sentence a LISTING line is quoted under (as :func:`_under` finds it), as (document, ordinal)."""
+    for step in range(1, LISTING_STEPS + 1):
+        prev = neighbour(c, -step)
+        if prev is None or prev.role in QUOTED_CODE or step > 1 and code_comment(prev.text):
+            continue
+        return (prev.doc_id, prev.ordinal)
+    return None
 
 
 # -- the LLM's context -------------------------------------------------------------------------------------
@@ -506,8 +521,8 @@ def compose(chosen: Sequence[Candidate], hits: Sequence[Hit], *, question: str =
         quotes.setdefault(key, []).append(verbatim)
         prev = chosen[i - 1] if i else None
         if c.role in QUOTED_CODE:  # code is quoted as written, cited by the sentence announcing it
-            if items:
-                flush()
+            if items or code and prev is not None and prev.doc_id != c.doc_id:
+                flush()  # another document's code is another block
             if prev is not None and prev.doc_id == c.doc_id and c.ordinal - prev.ordinal > (
                     1 if prev.role in QUOTED_CODE else 2):  # the next line, or the first under the block's fence
                 code.append("…")  # lines of the listing between are left out
