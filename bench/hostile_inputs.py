@@ -1,7 +1,7 @@
 """Benchmark: CPU seconds (this process and its children) that hostile inputs cost (issue 19, item 5).
 
     .venv/bin/python bench/hostile_inputs.py [--tables 30000] [--anchors 20000] [--steps 4000] [--limit 60]
-        [--pages 400] [--links 40000]
+        [--pages 400] [--links 40000] [--rows 20000]
 
 - a markdown list with ``--anchors`` unclosed ``<a href>`` tags, through ``parse_list`` (target: ≤ 2 s);
 - a page of ``--tables`` one-cell tables, through extraction under the build's time limit (the
@@ -15,7 +15,10 @@
   furniture of ``dmlqa.extract.layout``): its CPU seconds should grow with the pages;
 - a markdown file whose one line holds ``--links`` unclosed links and images (``[a](``, ``![a](``) among words, in
   random order so that it is not refused as one repeated pattern, through extraction: its CPU seconds should grow
-  with the line (a regex retried from each "[" took 42 s for 20,000).
+  with the line (a regex retried from each "[" took 42 s for 20,000);
+- a markdown table of ``--rows`` rows, and one row of that many empty cells before a filled one, through
+  ``split_document``: its CPU seconds should grow with the rows (a regex cutting the empty cells took 8.6 s for one
+  row of 20,000, and each row's next line was read by copying the rest of the page).
 Prints one line per case; timings vary with the machine's load.
 """
 
@@ -51,6 +54,7 @@ def main() -> None:
     ap.add_argument("--steps", type=int, default=4_000)
     ap.add_argument("--pages", type=int, default=400)
     ap.add_argument("--links", type=int, default=40_000)
+    ap.add_argument("--rows", type=int, default=20_000)
     ap.add_argument("--limit", type=float, default=60.0, help="extraction time limit, seconds")
     args = ap.parse_args()
 
@@ -106,6 +110,17 @@ def main() -> None:
         got = extract_bytes(f"# Hostile\n\nA sentence of words to read.\n\n{line}\n".encode(), "text/markdown")
         print(f"extraction, a markdown line of {n:,} unclosed links and images ({len(line):,} chars): "
               f"{cpu_seconds() - t0:.2f} CPU s, {len(got.text):,} chars extracted")
+
+    for n in (args.rows // 4, args.rows):
+        rows = "".join(f"| model-{i} | {i} tokens | score {i} |\n" for i in range(n))
+        padded = "|" + " |" * n + " a |"
+        text = f"Scores of the models.\n| Model | Tokens | Score |\n|---|---|---|\n{rows}\nA padded row.\n{padded}\n"
+        doc = Document(doc_id="r", url="https://example.org/r", title="Rows", blocks=(Block(text),),
+                       content_type="html")
+        t0 = cpu_seconds()
+        got = split_document(doc)
+        print(f"sentences of a markdown table of {n:,} rows and a row of {n:,} empty cells ({len(text):,} chars): "
+              f"{cpu_seconds() - t0:.2f} CPU s, {sum(s.role == 'row' for s in got):,} rows")
 
 
 if __name__ == "__main__":

@@ -166,6 +166,24 @@ def test_thousands_of_list_items_with_code_are_cut_apart_and_lose_nothing() -> N
     assert [c for c in commands if c in lines] == commands and lines[-1] == "Done."
 
 
+def test_a_table_of_20000_rows_and_a_row_of_20000_empty_cells_are_read_whole() -> None:
+    """A row's trailing empty cells are cut by rstrip, not by a regex that retried the run from each pipe (8.6 CPU s
+    for a row of 20,000 empty cells before a filled one), and the line under each row is read without copying the
+    rest of the page (``bench/hostile_inputs.py --rows`` measures both)."""
+    from dmlqa.extract.sentences import ROW, split_document
+    from dmlqa.extract.tables import markdown_row
+    from dmlqa.models import Block, Document
+
+    assert not markdown_row("|" + " |" * 20_000 + " a |")  # 40,000 characters: no row worth quoting
+    assert markdown_row("| Model | Tokens |" + " |" * 20_000)  # its padding does not count
+    n = 20_000
+    rows = "".join(f"| model-{i} | {i} tokens | score {i} |\n" for i in range(n))
+    doc = Document(doc_id="h", url="https://example.org/h", title="H", content_type="html",
+                   blocks=(Block("Scores of the models.\n| Model | Tokens | Score |\n|---|---|---|\n" + rows),))
+    got = [s.text for s in split_document(doc) if s.role == ROW]
+    assert len(got) == n + 1 and got[-1] == f"| model-{n - 1} | {n - 1} tokens | score {n - 1} |"
+
+
 def test_pdf_pages_of_thousands_of_footnotes_and_a_megabyte_line_are_read_whole() -> None:
     """A footnote's mark is looked for once per number (30 at most), not once per footnote; whether a line stops
     inside a sentence is read at its end, not by a pattern scanning the whole line."""

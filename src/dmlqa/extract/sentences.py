@@ -17,7 +17,15 @@ from dataclasses import dataclass
 from dmlqa.extract.boundaries import spans
 from dmlqa.extract.layout import contents_lines, header_line, page_number_line, running_headers, set_apart
 from dmlqa.extract.reference_entries import reference_zone
-from dmlqa.extract.tables import SEPARATOR_LINE, TABLE_LABEL, markdown_row, row_parts, table_line, text_table_rows
+from dmlqa.extract.tables import (
+    SEPARATOR_LINE,
+    TABLE_LABEL,
+    markdown_row,
+    next_line,
+    row_parts,
+    table_line,
+    text_table_rows,
+)
 from dmlqa.extract.textscan import (
     CODE_TOKENS,
     COMMENT,
@@ -242,9 +250,8 @@ def split_document(doc: Document) -> list[Sentence]:
                 else:
                     role = classify(text, ITEM if item or _BULLETED.match(text) else PROSE, title=doc.title)
                     if role not in (CAPTION, FURNITURE, REFERENCE) and table_line(text):
-                        under = block.text[e:].lstrip("\n").split("\n", 1)[0]
-                        role = ROW if markdown_row(text, header=SEPARATOR_LINE.match(under) is not None) \
-                            else FURNITURE
+                        header = SEPARATOR_LINE.match(next_line(block.text, e)) is not None
+                        role = ROW if markdown_row(text, header=header) else FURNITURE
                 out.append(Sentence(doc.doc_id, offset + s, offset + e, text, role, block.page, block.section))
         if pdf and not (refs and refs[0] <= offset < refs[1]):
             # a row the table finder read with its headers is quoted that way; its bare figures are not
