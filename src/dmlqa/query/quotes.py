@@ -190,18 +190,25 @@ def _under(c: Candidate, question_tokens: set[str], pool: Sequence[Candidate],
     """A LISTING line's quote: the comment right above it in its code, or else the sentence right over the
     block, then the line (the code between is left out). Lines of code not stored (the fence, long lines,
     short comments) and comments over other lines are stepped over; any other stored sentence ends the search."""
+    prev = _over(c, neighbour)
+    if prev is None or prev.role not in (PROSE, ITEM) or prev.section != c.section:
+        return None
+    block = _block(prev, question_tokens, pool, neighbour)
+    if block is None:
+        return None
+    if any(b.ordinal == c.ordinal for b in block):
+        return block  # announced by it after all
+    return [b for b in block if b.ordinal <= prev.ordinal] + [c]
+
+
+def _over(c: Candidate, neighbour: Callable[[Candidate, int], Candidate | None]) -> Candidate | None:
+    """The stored sentence right over a LISTING line's code (or the comment right above the line), stepping over
+    the block's unstored lines and its other code lines: what :func:`_under` quotes the line under."""
     for step in range(1, LISTING_STEPS + 1):
         prev = neighbour(c, -step)
         if prev is None or prev.role in QUOTED_CODE or step > 1 and code_comment(prev.text):
             continue  # a comment says what the line right under it does, not what the lines further down do
-        if prev.role not in (PROSE, ITEM) or prev.section != c.section:
-            return None
-        block = _block(prev, question_tokens, pool, neighbour)
-        if block is None:
-            return None
-        if any(b.ordinal == c.ordinal for b in block):
-            return block  # announced by it after all
-        return [b for b in block if b.ordinal <= prev.ordinal] + [c]
+        return prev
     return None
 
 
@@ -347,23 +354,14 @@ def choose(question: str, cands: Sequence[Candidate], scores: np.ndarray, *,
     lead, rest = blocks[0], [b for bl in blocks[1:] for b in bl]
     # the lines of a listing quoted under a sentence of the lead follow it, not the rest in reading order: "Run
     # the following commands to install KubeSphere ...:" then its command, which is too long to be announced
-    heads = {(x.doc_id, x.ordinal) for x in lead}
-    follow = [c for c in rest if c.role == LISTING and _over(c, neighbour) in heads]
+    lead_at = {(x.doc_id, x.ordinal) for x in lead}
+    follow = [c for c in rest if c.role == LISTING and (over := _over(c, neighbour)) is not None
+              and (over.doc_id, over.ordinal) in lead_at]
     rest = [c for c in rest if c not in follow]
     first: dict[str, int] = {}
     for i, c in enumerate(rest):
         first.setdefault(c.doc_id, i)
     return lead + follow + sorted(rest, key=lambda c: (first[c.doc_id], c.ordinal))
-
-
-def _over(c: Candidate, neighbour: Callable[[Candidate, int], Candidate | None]) -> tuple[str, int] | None:
-    """The sentence a LISTING line is quoted under (as :func:`_under` finds it), as (document, ordinal)."""
-    for step in range(1, LISTING_STEPS + 1):
-        prev = neighbour(c, -step)
-        if prev is None or prev.role in QUOTED_CODE or step > 1 and code_comment(prev.text):
-            continue
-        return (prev.doc_id, prev.ordinal)
-    return None
 
 
 # -- the LLM's context -------------------------------------------------------------------------------------
