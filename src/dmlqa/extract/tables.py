@@ -291,11 +291,16 @@ def text_table_rows(block: str) -> Iterator[tuple[int, int, str]]:
 ROW_CHARS = 300
 
 
+def markdown_cells(row: str) -> list[str]:
+    """The cells of a markdown table row, stripped: "| a | b |" → ["a", "b"]."""
+    return [cell.strip() for cell in row.strip().strip("|").split("|")]
+
+
 def table_line(text: str) -> bool:
     """A markdown table row of any length: two cells or more, words in one; not the ``|---|---|`` separator."""
     if not (text.startswith("|") and text.endswith("|")):
         return False
-    cells = [c.strip() for c in text.strip("|").split("|")]
+    cells = markdown_cells(text)
     return len(cells) >= 2 and any(sum(ch.isalpha() for ch in c) >= 3 for c in cells)
 
 
@@ -308,7 +313,7 @@ def markdown_row(text: str, header: bool = False) -> bool:
     # the row without its trailing empty cells, closed again: rstrip, not a regex, which on a run of 20,000 empty
     # cells before a filled one retried the run from each pipe (8.6 CPU s)
     return (table_line(text) and len(text.rstrip("| \t")) + 2 <= ROW_CHARS
-            and sum(1 for cell in text.strip("|").split("|") if cell.strip()) >= (1 if header else 2))
+            and sum(1 for cell in markdown_cells(text) if cell) >= (1 if header else 2))
 
 
 #: A markdown table's line under its header: "|---|:---:|".

@@ -32,7 +32,7 @@ from dmlqa.extract.sentences import (
     leans_forward,
     marker_subject,
 )
-from dmlqa.extract.tables import row_parts
+from dmlqa.extract.tables import markdown_cells, row_parts
 from dmlqa.extract.textscan import code_comment
 from dmlqa.index.lexical import tokenize
 from dmlqa.models import Citation, Hit
@@ -431,10 +431,6 @@ def _display_title(title: str) -> str:
     return re.sub(r"^GitHub - ", "", title).strip()
 
 
-def _cells(row: str) -> list[str]:
-    return [cell.strip() for cell in row.strip().strip("|").split("|")]
-
-
 #: A linking adverbial opening a sentence: it ties the sentence to the one before it in its source. Only those whose
 #: removal leaves the sentence's claim as it was: :data:`dmlqa.query.features._SOFT_LEAN`'s "Otherwise,", "Instead,",
 #: "In other words," or "Though" carry part of the claim, so that list is not this one.
@@ -509,7 +505,7 @@ def compose(chosen: Sequence[Candidate], hits: Sequence[Hit], *, question: str =
             continue
         said.add(c.text)
         if _markdown_header(c, chosen[i + 1] if i + 1 < len(chosen) else None):
-            header = _cells(for_answer(c.text))
+            header = markdown_cells(for_answer(c.text))
             continue
         key = (c.doc_id, c.page)
         if key not in numbers:
@@ -537,7 +533,7 @@ def compose(chosen: Sequence[Candidate], hits: Sequence[Hit], *, question: str =
             if len(heads) == len(values):
                 text = f"{label}: " + " · ".join(f"{h}: {v}" if h else v for h, v in zip(heads, values, strict=True))
         elif c.role == ROW:  # a table row reads as a list item, each cell under its column's header
-            cells = _cells(text)
+            cells = markdown_cells(text)
             if header is not None and len(header) == len(cells):
                 # an empty cell says nothing under its header ("Status:"), nor a matrix's padding ("| | | |")
                 text = " · ".join(f"{h}: {v}" if h else v for h, v in zip(header, cells, strict=True) if v)
