@@ -23,7 +23,7 @@ from dmlqa.extract.sentences import (
     leans_back,
     split_document,
 )
-from dmlqa.extract.tables import ROW_CHARS
+from dmlqa.extract.tables import MARKDOWN_ROW_CHARS
 from dmlqa.models import Block, Citation, Document, Hit
 from dmlqa.query.extractive import Candidate, passage_candidates, question_terms
 from dmlqa.query.quotes import choose, compose
@@ -679,10 +679,10 @@ def test_a_long_markdown_row_is_a_row_or_furniture_never_prose() -> None:
             "--exp-avg-sq-dtype bf16 |\n"
             "| Everything at once | " + "a cell that goes on and on, " * 12 + "| --all |")
     roles = {s.text[:20]: s.role for s in split_document(d)}
-    assert len(f"| Model/Feature | Tensor Parallel | Pipeline Parallel |{padding}") > ROW_CHARS
+    assert len(f"| Model/Feature | Tensor Parallel | Pipeline Parallel |{padding}") > MARKDOWN_ROW_CHARS
     assert roles["| Model/Feature | Te"] == ROW and roles["| Llama V1/V2 | yes "] == ROW
     assert roles["| Precision-aware Op"] == ROW
-    assert roles["| Everything at once"] == FURNITURE  # over ROW_CHARS: a paragraph in a cell
+    assert roles["| Everything at once"] == FURNITURE  # over MARKDOWN_ROW_CHARS: a paragraph in a cell
     body = _answer("Which option stores the optimizer states in BF16 to cut optimizer memory?", d, 4)
     assert ("- Optimization: Precision-aware Optimizer · Description: Stores optimizer states (exp_avg, exp_avg_sq) "
             "in BF16") in body and "| Precision-aware" not in body

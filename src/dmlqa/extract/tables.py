@@ -284,11 +284,12 @@ def text_table_rows(block: str) -> Iterator[tuple[int, int, str]]:
 
 # -- markdown tables -------------------------------------------------------------------------------------
 
-#: A table row longer than this, its trailing empty cells left out, is no row worth quoting (a cell holding a
-#: paragraph): it is furniture, never prose, whose raw "| a | b |" would be quoted as a sentence. A row of a
-#: settings table whose cells hold a sentence each ("| Precision-aware Optimizer | Stores optimizer states in
-#: BF16 ... | --use-precision-aware-optimizer ... |") is ~250.
-ROW_CHARS = 300
+#: A markdown table row longer than this, its trailing empty cells left out, is no row worth quoting (a cell holding
+#: a paragraph; a PDF table's row, which names its table and headers too, has ROW_MAX_CHARS): it is furniture,
+#: never prose, whose raw "| a | b |" would be quoted as a sentence. A row of a settings table whose cells hold a
+#: sentence each ("| Precision-aware Optimizer | Stores optimizer states in BF16 ... | --use-precision-aware-
+#: optimizer ... |") is ~250.
+MARKDOWN_ROW_CHARS = 300
 
 
 def markdown_cells(row: str) -> list[str]:
@@ -305,14 +306,14 @@ def table_line(text: str) -> bool:
 
 
 def markdown_row(text: str, header: bool = False) -> bool:
-    """A markdown table row short enough to quote alone (:data:`ROW_CHARS`, trailing empty cells not counted: a
-    compatibility matrix pads its header with 30 of them), with two cells or more that hold something: "| AMD |
-    |", a build-status row whose badge was an image, says nothing. A ``header`` (the row over the ``|---|``
-    line) may leave its first cell empty ("| | Description |"): the rows under it are read by it. A file listing
-    or a settings table says its facts only in rows."""
+    """A markdown table row short enough to quote alone (:data:`MARKDOWN_ROW_CHARS`, trailing empty cells not
+    counted: a compatibility matrix pads its header with 30 of them), with two cells or more that hold something:
+    "| AMD | |", a build-status row whose badge was an image, says nothing. A ``header`` (the row over the
+    ``|---|`` line) may leave its first cell empty ("| | Description |"): the rows under it are read by it. A
+    file listing or a settings table says its facts only in rows."""
     # the row without its trailing empty cells, closed again: rstrip, not a regex, which on a run of 20,000 empty
     # cells before a filled one retried the run from each pipe (8.6 CPU s)
-    return (table_line(text) and len(text.rstrip("| \t")) + 2 <= ROW_CHARS
+    return (table_line(text) and len(text.rstrip("| \t")) + 2 <= MARKDOWN_ROW_CHARS
             and sum(1 for cell in markdown_cells(text) if cell) >= (1 if header else 2))
 
 
