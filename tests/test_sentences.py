@@ -109,6 +109,23 @@ def test_a_sentence_of_plain_words_naming_api_calls_is_prose_but_code_stays_code
     assert classify("we call engine.step() then engine.backward(loss) and engine.train_batch() in the loop") == CODE
 
 
+def test_math_in_prose_and_a_list_of_version_bounds_are_no_code_but_shell_and_comparisons_stay_code() -> None:
+    """A docs page writes its formulas in TeX ("$Y_i = XA_i$"), and a README its requirements as bounds ("- NCCL >=
+    2.0"): taken for code, neither could be quoted (Colossal-AI's "Which GPUs can run it?" had its answer, "NVIDIA GPU
+    Compute Capability >= 7.0", in a list read as code)."""
+    for prose in ("Given 2 processors, we split the columns of $A$ into $[A_1 ~ A_2]$, and calculate $Y_i = XA_i$ on "
+                  "each processor, which then forms $[Y_1 ~ Y_2] = [XA_1 ~ XA_2]$.",
+                  "To calculate $$ Z = [Y_1 ~ Y_2] B $$ we first calculate $Y_iB_i$ on each processor, then use an "
+                  "all-reduce to aggregate the results as $Z=Y_1B_1+Y_2B_2$."):
+        assert classify(prose) == PROSE, prose
+    for item in ("- NCCL >= 2.0", "- Tensorflow >= 1.11.0, < 2.0",
+                 "- PyTorch >= 2.2 - Python >= 3.7 - CUDA >= 11.0 - NVIDIA GPU Compute Capability >= 7.0 - Linux OS"):
+        assert classify(item, ITEM) == ITEM, item
+    for code in ("export NNODES=2; export WORLD_SIZE=$(($GPUS_PER_NODE*$NNODES)); echo $WORLD_SIZE", "done = self.cur_pos >= self.end_pos",
+                 "export PATH=$HOME/bin:$PATH; echo $PATH >= $OLD", "if (i >= n) { return x; }"):
+        assert classify(code) == CODE, code
+
+
 def test_a_footnote_number_glued_to_a_stop_ends_the_sentence_and_is_dropped() -> None:
     pdf = doc("We study whether the model learns the societal biases in its training data.8 Following previous "
               "work, we use templates. Release 2.8 Followers were counted in the second study of the year.",

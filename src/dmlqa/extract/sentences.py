@@ -31,6 +31,8 @@ from dmlqa.extract.textscan import (
     COMMENT,
     COMMENT_MARK,
     LINKING,
+    MATH,
+    VERSION_BOUND,
     count_upto,
     holds,
     letter_count,
@@ -491,9 +493,13 @@ def _reads_as_prose(text: str, words: list[str]) -> bool:
 
 
 def _reads_as_code(text: str, words: list[str]) -> bool:
-    """Code, not prose: 3 code tokens, one among few letters, or few letters, unless :func:`_reads_as_prose`."""
+    """Code, not prose: 3 code tokens, one among few letters, or few letters, unless :func:`_reads_as_prose` (with its
+    math read as words: "we split the columns of $A$ into $[A_1 ~ A_2]$, and ..."). A version bound reads as what it
+    bounds: "- NCCL >= 2.0" in a list of requirements is no line of code."""
+    text = VERSION_BOUND.sub(r"\1", text) if "=" in text else text
     hits, letters, n = _code_tokens(text, 3), letter_count(text), len(text)
-    return (hits >= 3 or (hits and letters < 0.6 * n) or letters < 0.5 * n) and not _reads_as_prose(text, words)
+    return (hits >= 3 or (hits and letters < 0.6 * n) or letters < 0.5 * n) and not _reads_as_prose(text, words) and \
+        not ("$" in text and _reads_as_prose(plain := MATH.sub(" x ", text), plain.split()))
 
 
 def _code_tokens(text: str, cap: int) -> int:
@@ -507,11 +513,6 @@ def _print_stamp(text: str) -> bool:
     """Is there a print stamp or a page counter in ``text``? Each alternative of :data:`_PRINT_STAMP`
     holds a "/" or ends the text on a digit (``\\s`` and ``rstrip`` strip the same characters)."""
     return ("/" in text or text.rstrip()[-1:].isdecimal()) and _PRINT_STAMP.search(text) is not None
-
-
-def _unbulleted(text: str, role: str) -> str:
-    """A list item's text without its bullet or number, which is layout, not letters or code."""
-    return ITEM_LINE.sub("", text, count=1) if role == ITEM else text
 
 
 #: What a paper's footnote about its authors says (after a mark: see classify).
@@ -546,7 +547,8 @@ def classify(text: str, role: str = PROSE, *, title: str = "") -> str:
         return CODE  # a directory tree drawn with box characters ("│ ├── distributed/"), a markdown code fence
     if not markdown_row(text) and number_run(text):
         return FURNITURE  # a plot's ticks or a table's figures run into a line ("1 0.5 0 1 0.5 0 Prefill Load")
-    if _reads_as_code(_unbulleted(text, role), words):  # "- Run hvd.init()." is an item: the dash is no code
+    # an item's bullet or number is layout, not letters or code: "- Run hvd.init()." is an item
+    if _reads_as_code(ITEM_LINE.sub("", text, count=1) if role == ITEM else text, words):
         return CODE
     if role == ITEM:
         return ITEM if n >= 12 and len(words) >= 2 else HEADING

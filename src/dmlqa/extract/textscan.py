@@ -25,6 +25,11 @@ COMMENT_MARK = re.compile(r"(?:^|\s)(?:#|//)\s+")
 #: over the rest of its word each time.
 CODE_TOKENS = re.compile(r"[{};=]|\(\)|\b(?:(?:def|return|import|self|lambda|elif|torch|np|npx|print)\b|"
                           r"\w+\.\w+\(|\w+_\w+\()|^\s*\d+\s+\w+\(|==|->|\+=|//")
+#: Math in a docs page's prose: display math ("$$ Z = ... $$"), or inline math opening and closing on a character that
+#: is no space (a shell's "$HOME" or "$((a*b))" is no span, or reads as no prose); one line, 300 characters at most.
+MATH = re.compile(r"\$\$[^$\n]{1,300}?\$\$|\$(?=[^\s$])[^$\n]{1,300}?(?<=[^\s$])\$")
+#: A version bound in a list of requirements ("PyTorch >= 2.2", "Open MPI >= 2.X"): group 1 is what it bounds.
+VERSION_BOUND = re.compile(r"([A-Za-z][\w.+-]*)\s?[<>]=\s?v?\d[\w.]*")
 
 
 def code_comment(text: str) -> bool:
