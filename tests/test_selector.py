@@ -378,6 +378,29 @@ def test_an_announcing_sentence_brings_its_list_and_a_row_its_header() -> None:
     assert body == "- model: GPT-3 · GPUs: 1024 · TFLOPS: 140 [1]" and len(cites) == 1  # each cell under its header
 
 
+def test_a_short_list_item_comes_under_the_sentence_leading_into_its_list_or_not_at_all() -> None:
+    """"- MPICH 3.3 or later [1]" alone says nothing: a list item of a few words is quoted under the sentence before its list
+    ("Usage of horovodrun requires one of the following:"), over the items between; with no such sentence it is
+    not quoted, unless it names code right under it or the question asks for a name."""
+    cands = _cands([(PROSE, "Usage of horovodrun requires one of the following:"), (ITEM, "- Open MPI >= 2.X"),
+                    (ITEM, "- MPICH 3.3 or later"), (ITEM, "- Intel(R) MPI"),
+                    (PROSE, "If you do not have MPI installed, you can run horovodrun using Gloo.")])
+    scores = np.array([0.1, 0.2, 0.9, 0.2, 0.6])
+    chosen = choose("Does horovodrun work with MPICH?", cands, scores, neighbour=_neighbour(cands), add_above=0.5)
+    assert [c.ordinal for c in chosen] == [0, 2, 4]
+    # a longer item says what it is about: it reads alone
+    said = [replace(cands[2], text="- MPICH from release 3.3 on, with its own launcher")]
+    assert [c.ordinal for c in choose("MPICH?", said, np.array([0.9]), neighbour=_neighbour(said))] == [2]
+    # the same list with nothing leading into it: the best item is not quoted, the prose is
+    headless = [c for c in cands if c.ordinal != 0]
+    assert [c.ordinal for c in choose("Does horovodrun work with MPICH?", headless, scores[1:],
+                                      neighbour=_neighbour(headless), add_above=0.5)] == [4]
+    # a label over its code block names the code
+    labelled = _cands([(ITEM, "- DistributedOptimizer"), (SNIPPET, "opt = hvd.DistributedOptimizer(opt, op=hvd.Adasum)")])
+    assert [c.ordinal for c in choose("How do I wrap the optimizer?", labelled, np.array([0.9, 0.2]),
+                                      neighbour=_neighbour(labelled))] == [0, 1]
+
+
 def test_a_line_written_as_a_title_answers_only_a_question_asking_for_a_name() -> None:
     cands = _cands([(ITEM, "- Smart Gradient Accumulation"),
                     (PROSE, "Gradient accumulation sums the gradients of several micro-batches before a step.")])

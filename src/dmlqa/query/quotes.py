@@ -120,9 +120,47 @@ def _announced(c: Candidate, neighbour: Callable[[Candidate, int], Candidate | N
     return got
 
 
+#: A list item of at most this many words, naming no label ("- Python: 3.6 or higher" does), says nothing alone
+#: ("- Spectrum MPI", "- NCCL >= 2.0"): it is quoted under the sentence announcing its list, or not at all.
+BARE_ITEM_WORDS = 4
+#: How far back from such an item the sentence announcing its list is looked for.
+LIST_STEPS = 16
+
+
+def _bare(c: Candidate) -> bool:
+    words = c.text.split()
+    return c.role == ITEM and len(words) - (words[0] in "-•*") <= BARE_ITEM_WORDS and ": " not in c.text
+
+
+def _labels_code(c: Candidate, neighbour: Callable[[Candidate, int], Candidate | None]) -> bool:
+    """Is a code block right under the item ("- DistributedOptimizer" over its listing): it names the code."""
+    nxt = neighbour(c, 1) or neighbour(c, 2)  # the block's opening fence is not stored
+    return nxt is not None and nxt.role in QUOTED_CODE
+
+
+def _list_lead(c: Candidate, neighbour: Callable[[Candidate, int], Candidate | None]) -> Candidate | None:
+    """The sentence leading into the list a list item is in ("Usage of horovodrun requires one of the following:",
+    "There is a simple general workflow if you want to use Colossal-AI."), over the items before it (a line between
+    two that is not stored is stepped over); None when no sentence of its section that reads alone leads into it."""
+    gap = 0
+    for step in range(1, LIST_STEPS + 1):
+        prev = neighbour(c, -step)
+        if prev is None:
+            gap += 1
+            if gap > 2:
+                return None
+            continue
+        if prev.role != ITEM:
+            ok = prev.section == c.section and _readable(prev) and standalone(prev.text)
+            return prev if ok else None
+        gap = 0
+    return None
+
+
 def _block(c: Candidate, question_tokens: set[str], pool: Sequence[Candidate],
-           neighbour: Callable[[Candidate, int], Candidate | None]) -> list[Candidate] | None:
-    """The sentences quoting ``c`` takes, in reading order, or None when it cannot be quoted readably."""
+           neighbour: Callable[[Candidate, int], Candidate | None], *, names: bool = False) -> list[Candidate] | None:
+    """The sentences quoting ``c`` takes, in reading order, or None when it cannot be quoted readably. ``names``: the
+    question asks for a name, which a short list item may be all of."""
     if c.role == ROW:
         if row_parts(c.text) is not None:
             return [c]  # a PDF table's row names its table and columns: it reads alone
@@ -147,6 +185,9 @@ def _block(c: Candidate, question_tokens: set[str], pool: Sequence[Candidate],
         return block if block is not None and any(b.ordinal == c.ordinal for b in block) else None
     if not _readable(c):
         return None
+    if _bare(c) and not names and not _labels_code(c, neighbour):
+        lead = _list_lead(c, neighbour)
+        return None if lead is None else [lead, c]
     block = [c]
     head = c
     for _ in range(LEAN_BACK_STEPS):  # "That is to say, ..." after "Though ..." after the fact
@@ -319,7 +360,7 @@ def choose(question: str, cands: Sequence[Candidate], scores: np.ndarray, *,
         if blocks and words + _words([c]) > max_words:
             continue  # its block holds it: over the budget before its neighbours are read
         heading = title_like(c.text) and c.role not in QUOTED_CODE  # "Total GPUs = TP × PP × DP" is no title
-        block = None if heading and not titles else _block(c, qtokens, cands, neighbour)
+        block = None if heading and not titles else _block(c, qtokens, cands, neighbour, names=titles)
         if block is None or c.role == LISTING and (block[0].doc_id, block[0].ordinal) in listed:
             continue  # one line of a listing under its sentence: more would quote the code line by line
         if c.role == LISTING:
