@@ -121,7 +121,8 @@ def test_math_in_prose_and_a_list_of_version_bounds_are_no_code_but_shell_and_co
     for item in ("- NCCL >= 2.0", "- Tensorflow >= 1.11.0, < 2.0",
                  "- PyTorch >= 2.2 - Python >= 3.7 - CUDA >= 11.0 - NVIDIA GPU Compute Capability >= 7.0 - Linux OS"):
         assert classify(item, ITEM) == ITEM, item
-    for code in ("export NNODES=2; export WORLD_SIZE=$(($GPUS_PER_NODE*$NNODES)); echo $WORLD_SIZE", "done = self.cur_pos >= self.end_pos",
+    for code in ("export NNODES=2; export WORLD_SIZE=$(($GPUS_PER_NODE*$NNODES)); echo $WORLD_SIZE",
+                 "done = self.cur_pos >= self.end_pos",
                  "export PATH=$HOME/bin:$PATH; echo $PATH >= $OLD", "if (i >= n) { return x; }"):
         assert classify(code) == CODE, code
 
