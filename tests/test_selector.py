@@ -379,9 +379,9 @@ def test_an_announcing_sentence_brings_its_list_and_a_row_its_header() -> None:
 
 
 def test_a_short_list_item_comes_under_the_sentence_leading_into_its_list_or_not_at_all() -> None:
-    """"- MPICH 3.3 or later [1]" alone says nothing: a list item of a few words is quoted under the sentence before its list
-    ("Usage of horovodrun requires one of the following:"), over the items between; with no such sentence it is
-    not quoted, unless it names code right under it or the question asks for a name."""
+    """"- MPICH 3.3 or later [1]" alone says nothing: a list item of a few words is quoted under the sentence before
+    its list ("Usage of horovodrun requires one of the following:"), over the items between; with no such sentence it
+    is not quoted, unless it names code right under it or the question asks for a name."""
     cands = _cands([(PROSE, "Usage of horovodrun requires one of the following:"), (ITEM, "- Open MPI >= 2.X"),
                     (ITEM, "- MPICH 3.3 or later"), (ITEM, "- Intel(R) MPI"),
                     (PROSE, "If you do not have MPI installed, you can run horovodrun using Gloo.")])
@@ -396,7 +396,8 @@ def test_a_short_list_item_comes_under_the_sentence_leading_into_its_list_or_not
     assert [c.ordinal for c in choose("Does horovodrun work with MPICH?", headless, scores[1:],
                                       neighbour=_neighbour(headless), add_above=0.5)] == [4]
     # a label over its code block names the code
-    labelled = _cands([(ITEM, "- DistributedOptimizer"), (SNIPPET, "opt = hvd.DistributedOptimizer(opt, op=hvd.Adasum)")])
+    labelled = _cands([(ITEM, "- DistributedOptimizer"),
+                       (SNIPPET, "opt = hvd.DistributedOptimizer(opt, op=hvd.Adasum)")])
     assert [c.ordinal for c in choose("How do I wrap the optimizer?", labelled, np.array([0.9, 0.2]),
                                       neighbour=_neighbour(labelled))] == [0, 1]
 
@@ -657,6 +658,7 @@ def test_a_sentence_pointing_elsewhere_is_marked_so_the_model_can_weigh_it() -> 
     ("NVIDIA Megatron Core is a library of building blocks for large-scale training.", False),
     # a section's title, then its first subsection's, before a sentence whose start is unclear
     ("2 Related Work 2.1 Data, Model and Pipeline Parallelism Parallelization is a key strategy.", True),
+    ("6.2 Experimental Results 6.2.1 Model scale As an important step, we first test the largest models.", True),
     ("8 GPUs reach 1.5 TFLOPS per GPU in total.", False),  # no section: the numbers differ
     # cut off mid-clause or at a line-end hyphen (a page or column break)
     ("Bounded-staleness schedules such as PipeMare and PipeDream-2BW do", True),
@@ -683,6 +685,13 @@ def test_headings_glued_before_a_sentence_cut_offs_and_front_matter_are_furnitur
      "We first investigate the attention module."),
     ("Optimizer States Figure 3b shows that optimizer states need 4x the bandwidth of gradients.",
      "Figure 3b shows that optimizer states need 4x the bandwidth of gradients."),
+    # a numbered heading naming its label: the sentence begins at the capital before the first lower-case word
+    ("5.2 Pg: Gradient Partitioning As each data parallel process only updates its partition, it only needs ...",
+     "As each data parallel process only updates its partition, it only needs ..."),
+    ("6.2 CB: Constant Size Buffers ZeRO carefully selects the sizes of the temporal-data buffers.",
+     "ZeRO carefully selects the sizes of the temporal-data buffers."),
+    ("6.3 MD: Memory Defragmentation Memory fragmentation occurs as a result of activation checkpointing.",
+     "Memory fragmentation occurs as a result of activation checkpointing."),
     # a run-in heading in title case whose words the sentence's subject says again
     ("Hybrid Model and Data Parallelism Model parallelism is orthogonal to data parallelism.",
      "Model parallelism is orthogonal to data parallelism."),

@@ -292,10 +292,10 @@ _LEGEND = re.compile(r"^(?:Figure|Fig\.?|Table)\s*\d+[a-z]?\s*[:.|]|\b(?:Figure|
 
 
 def _section_then_sub(name: str) -> str:
-    """A section's number and title, then its first subsection's number, the two agreeing ("5 Experiments 5.1";
-    group ``name`` holds the section's number): one spelling for the headings cut off and those that make a
-    sentence furniture."""
-    return r"(?P<" + name + r">\d+)\.?\s+[A-Z](?:[\w-]*\s+){1,6}?(?P=" + name + r")\.\d+"
+    """A section's number and title, then its first subsection's number, the two agreeing ("5 Experiments 5.1", "6.2
+    Experimental Results 6.2.1"; group ``name`` holds the section's number): one spelling for the headings cut off and
+    those that make a sentence furniture."""
+    return r"(?P<" + name + r">\d+(?:\.\d+)?)\.?\s+[A-Z](?:[\w-]*\s+){1,6}?(?P=" + name + r")\.\d+"
 
 
 def _numbered(name: str) -> str:
@@ -311,6 +311,9 @@ _CUT_HEADING = re.compile(
     r"^[A-Z]{2,}(?:[ &-]+[A-Z]{2,})+(?=\s+[A-Z][a-z])|"
     # "3 SYSTEM DESIGN In this section ...": a numbered section title in capitals
     r"^(?:\d+(?:\.\d+)*\.?|[IVX]+\.)\s+[A-Z][A-Z &-]{3,}\b(?=\s+[A-Z][a-z])|"
+    # "5.2 Pg: Gradient Partitioning As each ...", "6.2 CB: Constant Size Buffers ZeRO carefully ...": a numbered
+    # heading naming its label, then the sentence from the capitalised word before the first lower-case one
+    r"^\d+\.\d+\.?\s+[\w.+-]{1,30}:\s+(?:[A-Z][\w-]*\s+){1,5}?(?=[A-Z][\w-]*\s+[a-z])|"
     # "5.2 Comparison to ZeRO-3 We compare ...": a numbered heading before the sentence, after its section's
     # own ("5 Experiments 5.1 Experiment Setup We evaluate ...")
     + _numbered("sec") + r"[A-Z][\w-]*(?:\s+[\w-]+){0,6}?(?=\s+(?:We|In|This|The|Our|Here|To)\s)|"
