@@ -533,6 +533,32 @@ def test_a_sentence_whose_terms_a_quoted_one_holds_is_not_quoted_again() -> None
     assert [c.ordinal for c in chosen] == [0, 1, 2]
 
 
+def test_a_second_copys_reworded_sentence_is_not_quoted_again_but_alike_code_and_other_figures_are() -> None:
+    """An ACM page's abstract and its PDF say one thing in a few more words: quoted twice, the answer said it twice."""
+    pdf = _cands([(PROSE, "We deploy Capuchin in a widely-used deep learning framework, Tensorflow, and show that "
+                          "Capuchin can reduce the memory footprint by up to 85% among 6 DNNs.")])
+    page = _cands([(PROSE, "We deploy Capuchin in Tensorflow and show that Capuchin can reduce the memory footprint "
+                           "by up to 85% among 6 DNNs."),
+                   (PROSE, "Capuchin combines swapping and recomputation guided by tensor access patterns.")], doc="e")
+    cands = pdf + page
+    chosen = choose("How much memory does Capuchin save?", cands, np.array([0.8, 0.9, 0.6]),
+                    neighbour=_neighbour(cands), add_above=0.5)
+    assert [(c.doc_id, c.ordinal) for c in chosen] == [("e", 0), ("e", 1)]  # the longer copy holds no term less
+    # another figure is another fact ("18 billion" and "10 billion" for two tutorials' models)
+    sizes = _cands([(PROSE, "For this tutorial, we will configure a 18 billion parameter GPT-2 model with DeepSpeed."),
+                    (PROSE, "For this tutorial, we will configure a 10 billion parameter GPT-2 model with DeepSpeed.")])
+    assert len(choose("How big a GPT-2 model does the tutorial configure?", sizes, np.array([0.9, 0.8]),
+                      neighbour=lambda c, step: None, add_above=0.5)) == 2
+    # two lines of code alike in most of their words each show their own form
+    code = _cands([(PROSE, "Build the trainer with a run configuration:"),
+                   (SNIPPET, "trainer = TorchTrainer(train_func, scaling_config=scaling_config, run_config=config)"),
+                   (PROSE, "Or hand it the datasets:"),
+                   (SNIPPET, "trainer = TorchTrainer(train_func, scaling_config=scaling_config, datasets=datasets)")])
+    chosen = choose("How do I build the trainer?", code, np.array([0.1, 0.9, 0.1, 0.8]),
+                    neighbour=_neighbour(code), add_above=0.5)
+    assert [c.ordinal for c in chosen] == [0, 1, 2, 3]
+
+
 def test_a_listing_line_is_quoted_under_the_sentence_over_its_block_unless_it_indexes() -> None:
     cands = _cands([(PROSE, "This example trains the model on two GPU workers."),
                     (LISTING, "scaling_config = ScalingConfig(num_workers=2, use_gpu=True)"),

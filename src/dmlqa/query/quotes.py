@@ -139,9 +139,8 @@ def _labels_code(c: Candidate, neighbour: Callable[[Candidate, int], Candidate |
 
 
 def _list_lead(c: Candidate, neighbour: Callable[[Candidate, int], Candidate | None]) -> Candidate | None:
-    """The sentence leading into the list a list item is in ("Usage of horovodrun requires one of the following:",
-    "There is a simple general workflow if you want to use Colossal-AI."), over the items before it (a line between
-    two that is not stored is stepped over); None when no sentence of its section that reads alone leads into it."""
+    """The sentence leading into the list a list item is in ("Usage of horovodrun requires one of the following:"),
+    over the items before it and lines not stored; None when no sentence of its section that reads alone does."""
     gap = 0
     for step in range(1, LIST_STEPS + 1):
         prev = neighbour(c, -step)
@@ -253,9 +252,10 @@ def _over(c: Candidate, neighbour: Callable[[Candidate, int], Candidate | None])
     return None
 
 
-#: A sentence sharing this much of its terms (Jaccard) with one already quoted says nothing new: the
-#: arXiv and the proceedings copy of a paper differ in a ligature or a reference marker.
-SAME_SENTENCE = 0.8
+#: A sentence sharing this much of its terms (Jaccard) with one already quoted says nothing new: two copies of a paper
+#: differ in a ligature, a marker or a few words ("We deploy Capuchin in [a widely-used ...] Tensorflow ..."); a line
+#: of code at SAME_CODE, its exact form being what it shows.
+SAME_SENTENCE, SAME_CODE = 0.7, 0.8
 #: A sentence of at least this many terms, every one of them in a sentence already quoted, says nothing new
 #: either: a docs page's "Wrap the optimizer in hvd.DistributedOptimizer." under its longer list item.
 CONTAINED_TERMS = 4
@@ -273,7 +273,7 @@ def _said(text: str, said: Sequence[set[str]], *, code: bool = False) -> bool:
     contained = len(terms) >= CONTAINED_TERMS and not code and not leans_forward(text)
     figures: set[str] | None = None
     for s in said:
-        if len(terms & s) >= SAME_SENTENCE * len(terms | s) or contained and terms <= s:
+        if len(terms & s) >= (SAME_CODE if code else SAME_SENTENCE) * len(terms | s) or contained and terms <= s:
             if figures is None:  # only for a near repeat: for_answer and tokenize cost 20 µs a candidate
                 figures = {t for t in tokenize(for_answer(text)) if any(ch.isdigit() for ch in t)}
             if figures <= s:
