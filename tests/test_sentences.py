@@ -896,6 +896,8 @@ def test_a_quote_opening_with_a_link_to_a_sentence_not_quoted_before_it_is_quote
     assert cites[1].quote.startswith("However, waiting")
     lone, _ = compose([c], hits)
     assert lone == "fully_shard is called on each module. [1]"  # a name's case is its own
+    article = Candidate(1, "b", 9, "Finally, a two-phase rounding strategy approximates the optimal solver.", PROSE, 2)
+    assert compose([article], hits)[0] == "A two-phase rounding strategy approximates the optimal solver. [1]"
 
 
 def test_a_pdf_tables_row_reads_alone_with_each_value_under_its_header() -> None:

@@ -485,14 +485,14 @@ def unlinked(text: str) -> str:
     """A quote without the linking adverbial that opens it ("However, waiting for KVCache ... may violate the TTFT
     SLO." → "Waiting for KVCache ..."), for a sentence quoted without the one before it: in an answer "However,"
     or "Second," would tie it to whatever quote stands before it, from another page or document. Its first word
-    is capitalised when it is English ("waiting"), and left as written when it is a name ("fully_shard",
+    is capitalised when it is English ("waiting", "a"), and left as written when it is a name ("fully_shard",
     "exo"). The citation keeps the sentence as the source writes it."""
     m = _LINK_OPENING.match(text)
     if m is None:
         return text
     rest = text[m.end():]
     first = re.match(r"[a-z]+\b(?![_.\-(])", rest)
-    return rest[:1].upper() + rest[1:] if first and english_word(first.group()) else rest
+    return rest[:1].upper() + rest[1:] if first and (first.group() == "a" or english_word(first.group())) else rest
 
 
 def _markdown_header(c: Candidate, nxt: Candidate | None) -> bool:
