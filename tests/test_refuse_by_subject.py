@@ -36,6 +36,8 @@ from dmlqa.settings import load_settings
     ("How is the critical batch size used to pick a learning rate?", "critical batch size"),  # "the", then a verb
     ("How does in-network aggregation on programmable switches speed up allreduce?", "in-network aggregation"),
     ("How do gradient buckets in DDP help overlap communication?", "gradient buckets"),
+    ("Does liquid cooling let GPU nodes sustain higher clocks?", "liquid cooling"),  # whether it does something
+    ("Do gradient buckets reduce latency?", "gradient buckets"),
 ])
 def test_the_subject_of_what_is_and_how_does_questions(question: str, subject: str) -> None:
     assert asked_subject(question) == subject
@@ -55,6 +57,9 @@ def test_the_subject_of_what_is_and_how_does_questions(question: str, subject: s
     "How does data parallelism on many nodes behave?",  # a preposition, but no verb of the list after it
     "How is pipeline parallelism on TPUs used?",  # the preposition form is for "how does/do" only
     "How is a pipeline schedule on TPUs used?",
+    "Does the optimizer state let me resume training?",  # "the": a property of a thing
+    "Do I need pipeline parallelism for a 7B model?",  # "I": the asker, no subject
+    "Does data parallelism need more memory?",  # a verb the check does not know
 ])
 def test_no_subject_is_read_where_the_question_does_not_name_a_thing(question: str) -> None:
     assert asked_subject(question) is None

@@ -15,6 +15,8 @@ name a thing rather than a property of one:
 * ``How does/do/is/are [a|an] X <verb>``, the verb one of :data:`_SUBJECT_VERBS`, so that X ends where the
   sentence's verb begins: with any word taken for the verb, "How do workers communicate in ...?" would name
   "workers communicate";
+* ``Does/Do [a|an] X <verb>``, asking whether it does something: "Does liquid cooling let GPU nodes sustain
+  higher clocks ...?";
 * ``How is/are the X <verb>``: "How is the gradient noise scale used to pick ...?" names the thing it asks how
   to use ("the" is read here, where a verb of the list closes the subject);
 * ``How does/do [a|an] X on|in|for|with ... <verb>``, a verb of the list within :data:`_VERB_WITHIN` words of
@@ -28,7 +30,8 @@ as a phrase (:func:`dmlqa.query.mentions.phrase`: any separator between its word
 
 Measured with `kb.ask` on every question set (bench/README.md, twenty-fourth round): 4 more of the 70
 unanswerable questions of bench/train/unanswerable-21.jsonl refused, and no answerable question of any set; the
-"the" and preposition forms (twenty-fifth round) 2 more, and no answerable question.
+"the" and preposition forms (twenty-fifth round) 2 more, and no answerable question; the "Does X <verb>" form
+(twenty-sixth round) 1 more, and reads no subject in any answerable question.
 """
 
 from __future__ import annotations
@@ -45,7 +48,7 @@ from dmlqa.query.names import Unknown
 _SUBJECT_VERBS = frozenset(
     "work works avoid avoids speed speeds help helps differ differs compare compares reduce reduces improve improves "
     "handle handles scale scales parallelize parallelizes relate relates affect affects used use cut cuts hide hides "
-    "keep keeps save saves split splits decide decides choose chooses".split())
+    "keep keeps save saves split splits decide decides choose chooses let lets allow allows".split())
 #: Tokens that end the subject of "What is X ...?".
 _WHAT_ENDS = frozenset({"and", "in", "for", ",", "?", ""})
 #: Adjectives of judgement or ordinariness: a phrase they open is the question's wording, not a thing's name.
@@ -64,6 +67,7 @@ _OPENING = (
     (re.compile(r"(?i:what(?:'s|’s|\s+is|\s+are))\s+(?:an?\s+)?"), "what"),
     (re.compile(r"(?i:how\s+(?:is|are))\s+the\s+"), "how"),
     (re.compile(r"(?i:how\s+(?:does|do|is|are))\s+(?:an?\s+)?"), "how"),
+    (re.compile(r"(?i:does|do)\s+(?:an?\s+)?"), "how"),
 )
 #: Prepositions a subject of "How does X ...?" may be followed by, when a verb of the list comes after them.
 _SUBJECT_PREPOSITIONS = frozenset({"on", "in", "for", "with"})
