@@ -120,16 +120,16 @@ def _announced(c: Candidate, neighbour: Callable[[Candidate, int], Candidate | N
     return got
 
 
-#: A list item of at most this many words, naming no label ("- Python: 3.6 or higher" does), says nothing alone
-#: ("- Spectrum MPI", "- NCCL >= 2.0"): it is quoted under the sentence announcing its list, or not at all.
-BARE_ITEM_WORDS = 4
-#: How far back from such an item the sentence announcing its list is looked for.
-LIST_STEPS = 16
+#: A list item of at most BARE_ITEM_WORDS words, naming no label ("- Python: 3.6 or higher" does), says nothing alone
+#: ("- Spectrum MPI", "- NCCL >= 2.0"): it is quoted under the sentence leading into its list, looked for at most
+#: LIST_STEPS sentences back, or not at all.
+BARE_ITEM_WORDS, LIST_STEPS = 4, 16
 
 
 def _bare(c: Candidate) -> bool:
-    words = c.text.split()
-    return c.role == ITEM and len(words) - (words[0] in "-•*") <= BARE_ITEM_WORDS and ": " not in c.text
+    """Is ``c`` a list item of :data:`BARE_ITEM_WORDS` words or fewer (its bullet not counted), naming no label?"""
+    words = c.text.split() or [""]
+    return c.role == ITEM and ": " not in c.text and len(words) - (words[0] in ("-", "•", "*")) <= BARE_ITEM_WORDS
 
 
 def _labels_code(c: Candidate, neighbour: Callable[[Candidate, int], Candidate | None]) -> bool:
