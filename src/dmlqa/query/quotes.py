@@ -73,25 +73,32 @@ def _readable(c: Candidate | None) -> bool:
     return c is not None and c.role in (PROSE, ITEM) and not furniture(c.text) and not marker_subject(c.text)
 
 
+def _run_above(c: Candidate, steps: int, neighbour: Callable[[Candidate, int], Candidate | None],
+               ) -> tuple[Candidate | None, Candidate | None] | None:
+    """Up from ``c`` over the sentences of its role and section (two lines not stored at most between them): the
+    run's first one (None: ``c`` is) and the stored sentence ending the run (None: three lines not stored do).
+    None when the run goes on past ``steps``: a table's or a list's rows and items, walked up to its top."""
+    top, gap = None, 0
+    for step in range(1, steps + 1):
+        prev = neighbour(c, -step)
+        if prev is None:
+            gap += 1
+            if gap > 2:
+                return top, None
+            continue
+        if prev.role != c.role or prev.section != c.section:
+            return top, prev  # a heading between two tables is not stored, but it starts a section
+        top, gap = prev, 0
+    return None
+
+
 def _header_of(row: Candidate, neighbour: Callable[[Candidate, int], Candidate | None]) -> Candidate | None:
     """The first row of the table ``row`` is in (its header): a row alone does not say what its columns
     are. Rows between them that are not stored (a markdown separator) are skipped, two at most, but not a
     heading: a row of another section is another table's. None when the table runs on past HEADER_STEPS rows:
     the row reached there is a row of data, no header."""
-    top, gap = None, 0
-    for step in range(1, HEADER_STEPS):
-        prev = neighbour(row, -step)
-        if prev is None:
-            gap += 1
-            if gap > 2:
-                break
-            continue
-        if prev.role != ROW or prev.section != row.section:
-            break  # a heading between two tables is not stored, but it starts a section
-        top, gap = prev, 0
-    else:
-        return None
-    return top
+    run = _run_above(row, HEADER_STEPS - 1, neighbour)
+    return None if run is None else run[0]
 
 
 #: How many list items or code lines after it a sentence may announce.
@@ -141,19 +148,10 @@ def _labels_code(c: Candidate, neighbour: Callable[[Candidate, int], Candidate |
 def _list_lead(c: Candidate, neighbour: Callable[[Candidate, int], Candidate | None]) -> Candidate | None:
     """The sentence leading into the list a list item is in ("Usage of horovodrun requires one of the following:"),
     over the items before it and lines not stored; None when no sentence of its section that reads alone does."""
-    gap = 0
-    for step in range(1, LIST_STEPS + 1):
-        prev = neighbour(c, -step)
-        if prev is None:
-            gap += 1
-            if gap > 2:
-                return None
-            continue
-        if prev.role != ITEM:
-            ok = prev.section == c.section and _readable(prev) and standalone(prev.text)
-            return prev if ok else None
-        gap = 0
-    return None
+    run = _run_above(c, LIST_STEPS, neighbour)
+    lead = None if run is None else run[1]
+    ok = lead is not None and lead.section == c.section and _readable(lead) and standalone(lead.text)
+    return lead if ok else None
 
 
 def _block(c: Candidate, question_tokens: set[str], pool: Sequence[Candidate],
