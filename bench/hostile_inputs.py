@@ -1,7 +1,7 @@
 """Benchmark: CPU seconds (this process and its children) that hostile inputs cost (issue 19, item 5).
 
     .venv/bin/python bench/hostile_inputs.py [--tables 30000] [--anchors 20000] [--steps 4000] [--limit 60]
-        [--pages 400] [--links 40000] [--rows 20000]
+        [--pages 400] [--links 40000] [--rows 20000] [--spans 20000]
 
 - a markdown list with ``--anchors`` unclosed ``<a href>`` tags, through ``parse_list`` (target: ≤ 2 s);
 - a page of ``--tables`` one-cell tables, through extraction under the build's time limit (the
@@ -18,7 +18,10 @@
   with the line (a regex retried from each "[" took 42 s for 20,000);
 - a markdown table of ``--rows`` rows, and one row of that many empty cells before a filled one, through
   ``split_document``: its CPU seconds should grow with the rows (a regex cutting the empty cells took 8.6 s for one
-  row of 20,000, and each row's next line was read by copying the rest of the page).
+  row of 20,000, and each row's next line was read by copying the rest of the page);
+- paragraphs of ``--spans`` inline formulas ("$x$"), of as many version bounds ("a >= 1") and of a numbered heading
+  with that many title words, through ``split_document``: the math and version-bound reading of a sentence and the
+  glued-heading cut (``dmlqa.query.features.heading_end``) should grow with the paragraph.
 Prints one line per case; timings vary with the machine's load.
 """
 
@@ -36,6 +39,7 @@ from dmlqa.extract.html import extract_html
 from dmlqa.extract.sentences import split_document
 from dmlqa.extract.worker import TimedExtractor
 from dmlqa.models import Block, Document
+from dmlqa.query import features
 
 
 def cpu_seconds() -> float:
@@ -55,6 +59,7 @@ def main() -> None:
     ap.add_argument("--pages", type=int, default=400)
     ap.add_argument("--links", type=int, default=40_000)
     ap.add_argument("--rows", type=int, default=20_000)
+    ap.add_argument("--spans", type=int, default=20_000)
     ap.add_argument("--limit", type=float, default=60.0, help="extraction time limit, seconds")
     args = ap.parse_args()
 
@@ -121,6 +126,18 @@ def main() -> None:
         got = split_document(doc)
         print(f"sentences of a markdown table of {n:,} rows and a row of {n:,} empty cells ({len(text):,} chars): "
               f"{cpu_seconds() - t0:.2f} CPU s, {sum(s.role == 'row' for s in got):,} rows")
+
+    for n in (args.spans // 4, args.spans):
+        for what, para in (("inline formulas", "we use $x$ and " * n + "stop."),
+                           ("version bounds", "a >= 1 " * n + "."),
+                           ("title words of a numbered heading", "5.2 Pg: " + "Gradient " * n + "As each rank does.")):
+            doc = Document(doc_id="m", url="https://example.org/m", title="M", blocks=(Block(para),),
+                           content_type="html")
+            t0 = cpu_seconds()
+            got = split_document(doc)
+            cut = [features.heading_end(x.text) > 0 or features.furniture(x.text) for x in got]
+            print(f"sentences of a paragraph of {n:,} {what} ({len(para):,} chars): {cpu_seconds() - t0:.2f} CPU s, "
+                  f"{len(got):,} sentences, {sum(cut)} with a heading cut off or furniture")
 
 
 if __name__ == "__main__":
