@@ -21,7 +21,7 @@
   row of 20,000, and each row's next line was read by copying the rest of the page);
 - paragraphs of ``--spans`` inline formulas ("$x$"), of as many version bounds ("a >= 1") and of a numbered heading
   with that many title words, through ``split_document``: the math and version-bound reading of a sentence and the
-  glued-heading cut (``dmlqa.query.features.heading_end``) should grow with the paragraph.
+  glued-heading cut (``dmlqa.query.glued.heading_end``) should grow with the paragraph.
 Prints one line per case; timings vary with the machine's load.
 """
 
@@ -39,7 +39,7 @@ from dmlqa.extract.html import extract_html
 from dmlqa.extract.sentences import split_document
 from dmlqa.extract.worker import TimedExtractor
 from dmlqa.models import Block, Document
-from dmlqa.query import features
+from dmlqa.query import features, glued
 
 
 def cpu_seconds() -> float:
@@ -135,7 +135,7 @@ def main() -> None:
                            content_type="html")
             t0 = cpu_seconds()
             got = split_document(doc)
-            cut = [features.heading_end(x.text) > 0 or features.furniture(x.text) for x in got]
+            cut = [glued.heading_end(x.text) > 0 or features.furniture(x.text) for x in got]
             print(f"sentences of a paragraph of {n:,} {what} ({len(para):,} chars): {cpu_seconds() - t0:.2f} CPU s, "
                   f"{len(got):,} sentences, {sum(cut)} with a heading cut off or furniture")
 

@@ -22,7 +22,6 @@ from dmlqa.query.features import (
     compared_terms,
     feature_matrix,
     furniture,
-    heading_end,
     idf_weights,
     kind_match,
     kind_miss,
@@ -33,6 +32,7 @@ from dmlqa.query.features import (
     standalone,
     title_like,
 )
+from dmlqa.query.glued import heading_end
 from dmlqa.query.quotes import asks_for_resource, choose, compose
 from dmlqa.query.selector import SelectorModelError, default_selector, load_selector
 from dmlqa.settings import BUNDLED_MODEL

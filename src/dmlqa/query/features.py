@@ -21,6 +21,7 @@ import numpy as np
 
 from dmlqa.extract.sentences import ITEM, QUOTED_CODE, ROW, leans_back, refers_above
 from dmlqa.index.lexical import tokenize
+from dmlqa.query.glued import SMALL_WORDS, glued_heading, heading_end
 
 #: The order of the features in a matrix and in the fitted weights (selector.json names them).
 FEATURES = (
@@ -291,96 +292,6 @@ _LEGEND = re.compile(r"^(?:Figure|Fig\.?|Table)\s*\d+[a-z]?\s*[:.|]|\b(?:Figure|
                      r"(?:[A-Z][\w\-/]*\s+){3,12}(?:Figure|Fig\.)\s*\d+[a-z]?\.?$")  # bounded: no rescans
 
 
-def _section_then_sub(name: str) -> str:
-    """A section's number and title, then its first subsection's number, the two agreeing ("5 Experiments 5.1", "6.2
-    Experimental Results 6.2.1"; group ``name`` holds the section's number): one spelling for the headings cut off and
-    those that make a sentence furniture."""
-    return r"(?P<" + name + r">\d+(?:\.\d+)?)\.?\s+[A-Z](?:[\w-]*\s+){1,6}?(?P=" + name + r")\.\d+"
-
-
-def _numbered(name: str) -> str:
-    """A numbered heading opening a sentence ("5.2 ", or :func:`_section_then_sub` and more levels) up to its
-    title."""
-    return r"^(?:" + _section_then_sub(name) + r"|\d+\.\d+)(?:\.\d+)*\.?\s+"
-
-
-#: A heading glued before a sentence that can be cut off at a clear point: the match ends where the sentence
-#: proper begins, and :func:`heading_end` gives that offset.
-_CUT_HEADING = re.compile(
-    # "TECHNICAL REPORT Tip 7: We suggest ...": a running header in capitals (two words at least) before a sentence
-    r"^[A-Z]{2,}(?:[ &-]+[A-Z]{2,})+(?=\s+[A-Z][a-z])|"
-    # "3 SYSTEM DESIGN In this section ...": a numbered section title in capitals
-    r"^(?:\d+(?:\.\d+)*\.?|[IVX]+\.)\s+[A-Z][A-Z &-]{3,}\b(?=\s+[A-Z][a-z])|"
-    # "5.2 Pg: Gradient Partitioning As each ...", "6.2 CB: Constant Size Buffers ZeRO carefully ...": a numbered
-    # heading naming its label, then the sentence from the capitalised word before the first lower-case one
-    r"^\d+\.\d+\.?\s+[\w.+-]{1,30}:\s+(?:[A-Z][\w-]*\s+){1,5}?(?=[A-Z][\w-]*\s+[a-z])|"
-    # "5.2 Comparison to ZeRO-3 We compare ...": a numbered heading before the sentence, after its section's
-    # own ("5 Experiments 5.1 Experiment Setup We evaluate ...")
-    + _numbered("sec") + r"[A-Z][\w-]*(?:\s+[\w-]+){0,6}?(?=\s+(?:We|In|This|The|Our|Here|To)\s)|"
-    # "5.2 Pipeline Parallelism Pipeline parallelism divides ...": the heading said again
-    + _numbered("sec2") + r"(?P<head>[A-Z][\w-]*)(?:\s+[A-Z][\w-]*){0,5}(?=\s+(?i:(?P=head))\s)|"
-    # "3D Parallelism Tutorial A generic tutorial on ...": a title, then the sentence
-    r"^(?:[A-Z0-9][\w-]*\s+){1,5}[A-Z0-9][\w-]*(?=\s+(?:The|This|These|We|Our|An?(?!\s+(?:for|of|in|to|and|or|as|"
-    r"is|was|at|on|with|by)\b))\s+[a-z])|"
-    # "Model Speed Figure 5a shows ...": a paragraph's run-in title before the sentence
-    r"^(?:(?!(?:As|In|See|From|And|The|This|Both|Our|We|Also|Then|Thus|Here|Unlike|Like|Compared|Similarly)\b)"
-    r"[A-Z][\w-]*\s+){1,3}[A-Z][\w-]*(?=\s+(?:Figure|Fig\.|Table)\s*\d+[a-z]?\s+[a-z])")
-#: A heading glued before a sentence where no clear point says where it ends, or before a page's continuation:
-#: such a sentence is furniture.
-_GLUED_HEADING = re.compile(r"^[\w.+-]{2,30}:\s+(?:[A-Z][\w-]*\s+){2,5}[A-Z][\w-]*\s+[a-z]|"
-                            # "TECHNICAL REPORT causal mask has not ...": a running header before a page's continuation
-                            r"^[A-Z]{4,}(?:\s+[A-Z]{4,})+\s+[a-z]|"
-                            # "4.2.3 Pipeline Parallelism ...": a number of three levels is a section's, never a figure
-                            r"^\d+\.\d+\.\d+\.?\s+[A-Z]|"
-                            # "2 Related Work 2.1 Data, Model and Pipeline Parallelism Parallelization is ...": a
-                            # section's title, then its first subsection's
-                            r"^" + _section_then_sub("sec3") + r"\.?\s+[A-Z]")
-#: "ABSTRACT We propose ...", "3 DESIGN In this section ...": a section title in capitals before a sentence,
-#: when the word is English (:func:`_caps_heading`); "NVIDIA Megatron Core is ..." opens with a name.
-_CAPS_LEAD = re.compile(r"^(?:\d+(?:\.\d+)*\.?\s+)?([A-Z][A-Z -]{4,})\s+[A-Z][a-z]")
-
-
-def heading_end(text: str) -> int:
-    """Where the sentence proper begins after a heading glued before it by the PDF text layer that can be
-    cut off cleanly ("TECHNICAL REPORT Tip 7: ...", "5.2 Comparison to ZeRO-3 We compare ..."); 0 for none.
-    The answer quotes the sentence from there (:func:`dmlqa.query.quotes.compose`): it states what it
-    states, and a heading glued into a quote is no answer."""
-    m = _CUT_HEADING.match(text)
-    if m is None:
-        return _heading_said_again(text)
-    rest = len(text) - len(text[m.end():].lstrip())
-    return rest if rest < len(text) else 0
-
-
-def _heading_said_again(text: str) -> int:
-    """Where the sentence begins after a run-in heading in title case whose words its subject says again ("Hybrid
-    Model and Data Parallelism Model parallelism is orthogonal ...", "Tensor Model Parallelism Tensor model
-    parallelism (or, tensor parallelism) is ..."): the heading's words are all English, so that a name opening
-    the sentence ("NVIDIA Megatron Core is ...") is left whole; 0 for none."""
-    words = text[:200].split(None, 11)[:11]  # split in C: this runs for every candidate, several times
-    # the sentence's first word is the capitalised one before the first lower-case word that is not a small one
-    first = next((k - 1 for k, w in enumerate(words[:10]) if w[:1].islower() and w not in _SMALL_WORDS), 0)
-    head = words[:first]
-    if first < 2 or head[-1] in _SMALL_WORDS or not words[first].istitle() and not words[first].isupper():
-        return 0
-    from dmlqa.query.english import english_word  # loads a dictionary: only for a sentence opening so
-
-    said = {w.lower() for w in words[first : first + 2]}
-    plain = [w.lower() for w in head if w not in _SMALL_WORDS]
-    if not all(w.isalpha() and english_word(w) for w in [*plain, words[first].lower()]) or not said & set(plain):
-        return 0
-    return len(text) - len(text.split(None, first)[-1])
-
-
-def _caps_heading(text: str) -> bool:
-    m = _CAPS_LEAD.match(text)
-    if m is None:
-        return False
-    from dmlqa.query.english import english_word  # loads a dictionary: only for a sentence opening in capitals
-
-    return all(english_word(w.lower()) for w in m.group(1).split() if w.isalpha())
-
-
 #: A sentence cut off mid-clause (at a page or column break): no closing mark, and its last word one no
 #: sentence ends on ("... such as PipeMare, PipeDream, and PipeDream-2BW do").
 _CUT_OFF = re.compile(r"(?<![\w-])(?:a|an|the|of|to|and|or|in|on|for|with|by|from|at|as|is|are|was|were|be|do|does|"
@@ -428,9 +339,6 @@ def points_away(text: str) -> bool:
     return _POINTER.search(text) is not None
 
 
-_SMALL_WORDS = frozenset("a an and as at by for from in into of on or per the to via vs with".split())
-
-
 def title_like(text: str) -> bool:
     """Is it written as a title: two to twelve words, each capitalised but the small ones, no sentence end?
     In a docs page that is a heading or a menu entry ("Optimizer State and Gradient Partitioning"),
@@ -439,13 +347,7 @@ def title_like(text: str) -> bool:
     words = re.findall(r"[^\W\d_][\w'’-]*", text)
     if not 2 <= len(words) <= 12 or "|" in text or " · " in text or text.rstrip().endswith((".", "?", "!", ":")):
         return False
-    return all(w[0].isupper() for w in words if w.lower() not in _SMALL_WORDS)
-
-
-def _glued_heading(text: str) -> bool:
-    """A heading glued before the sentence that cannot be cut off (:func:`heading_end` cuts the others)."""
-    rest = text[heading_end(text):]
-    return bool(_GLUED_HEADING.search(rest) or (rest[:1].isupper() and rest[1:2].isupper() and _caps_heading(rest)))
+    return all(w[0].isupper() for w in words if w.lower() not in SMALL_WORDS)
 
 
 def furniture(text: str) -> bool:
@@ -455,7 +357,7 @@ def furniture(text: str) -> bool:
     # each pattern only where a plain substring test says it can match: unanchored, they were tried at
     # every character, 55 µs a sentence and 6 ms of every answer
     return bool((("Fig" in text or "Table" in text) and _LEGEND.search(text))
-                or _glued_heading(text)
+                or glued_heading(text)
                 or (any(len(w) >= 18 for w in text.split()) and _RUN_TOGETHER.search(text))
                 or _CUT_OFF.search(text[-24:]) and _CUT_OFF.search(text)
                 or (("@" in text or "Correspondence" in text or "contribution" in text or "done" in text)

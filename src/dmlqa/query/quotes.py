@@ -38,7 +38,8 @@ from dmlqa.index.lexical import tokenize
 from dmlqa.models import Citation, Hit
 from dmlqa.query.english import english_word
 from dmlqa.query.extractive import Candidate, Pool
-from dmlqa.query.features import asked_kinds, furniture, heading_end, refers_back, standalone, title_like
+from dmlqa.query.features import asked_kinds, furniture, refers_back, standalone, title_like
+from dmlqa.query.glued import heading_end
 
 #: Word budget of an answer when none is given: a further sentence is added only while the answer stays
 #: within it (the best sentence's block is always kept). The shipped selector carries the budget chosen
