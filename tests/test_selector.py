@@ -711,6 +711,11 @@ def test_headings_glued_before_a_sentence_cut_offs_and_front_matter_are_furnitur
      "We first investigate the attention module."),
     ("Optimizer States Figure 3b shows that optimizer states need 4x the bandwidth of gradients.",
      "Figure 3b shows that optimizer states need 4x the bandwidth of gradients."),
+    # a run-in title with small words or in lower case after its capital
+    ("Bandwidth w.r.t. activation memory Figure 3c also shows that 2 GB/s sustains 50% efficiency.",
+     "Figure 3c also shows that 2 GB/s sustains 50% efficiency."),
+    ("Prefetching and Overlapping Figure 6d shows the throughput with prefetching turned on and off.",
+     "Figure 6d shows the throughput with prefetching turned on and off."),
     # a numbered heading naming its label: the sentence begins at the capital before the first lower-case word
     ("5.2 Pg: Gradient Partitioning As each data parallel process only updates its partition, it only needs ...",
      "As each data parallel process only updates its partition, it only needs ..."),
@@ -734,6 +739,8 @@ def test_a_heading_glued_before_a_sentence_is_cut_off_where_the_sentence_begins(
     "NVIDIA Megatron Core is a library of building blocks.",  # a name in capitals is no heading
     "NVIDIA A100 GPUs train the model with tensor parallelism.",
     "As Figure 5a shows, the throughput grows on 512 GPUs.",
+    "Results in Figure 3 show that the throughput grows.",  # a word leading into the figure: one sentence
+    "Speedups as shown Table 2 lists them.",
     "ZeRO: Zero Redundancy Optimizer ZeRO removes the memory redundancies.",  # no clear point: furniture instead
     "TECHNICAL REPORT causal mask has not been addressed.",  # a page's continuation: furniture instead
     "Data Parallel Training is simple to set up.",  # a subject in title case, no heading before it

@@ -29,6 +29,8 @@ def _numbered(name: str) -> str:
 
 
 #: Words that lead into a figure's number within a sentence ("shown in Figure 3", "than Table 2").
+_FIGURE_WORD = r"(?:Figure|Fig\.|Table)"
+_INTO_FIGURE = r"(?i:in|of|see|from|by|to|and|at|on|with|for|the|a|an|than|as|is|are|was|were|shown|plotted|listed)"
 #: A heading glued before a sentence that can be cut off at a clear point: the match ends where the sentence
 #: proper begins, and :func:`heading_end` gives that offset.
 _CUT_HEADING = re.compile(
@@ -47,9 +49,12 @@ _CUT_HEADING = re.compile(
     # "3D Parallelism Tutorial A generic tutorial on ...": a title, then the sentence
     r"^(?:[A-Z0-9][\w-]*\s+){1,5}[A-Z0-9][\w-]*(?=\s+(?:The|This|These|We|Our|An?(?!\s+(?:for|of|in|to|and|or|as|"
     r"is|was|at|on|with|by)\b))\s+[a-z])|"
-    # "Model Speed Figure 5a shows ...": a paragraph's run-in title before the sentence
-    r"^(?:(?!(?:As|In|See|From|And|The|This|Both|Our|We|Also|Then|Thus|Here|Unlike|Like|Compared|Similarly)\b)"
-    r"[A-Z][\w-]*\s+){1,3}[A-Z][\w-]*(?=\s+(?:Figure|Fig\.|Table)\s*\d+[a-z]?\s+[a-z])")
+    # "Model Speed Figure 5a shows ...", "Bandwidth w.r.t. activation memory Figure 3c also shows ...": a paragraph's
+    # run-in title before the sentence, opening in a capital; a word leading into the figure ("Results in Figure 3
+    # show ...") says it is one sentence
+    r"^(?!(?:As|In|See|From|And|The|This|Both|Our|We|Also|Then|Thus|Here|Unlike|Like|Compared|Similarly)\b)"
+    r"[A-Z][\w-]*(?:\s+(?!" + _INTO_FIGURE + r"\s+" + _FIGURE_WORD + r")(?:[\w-]+|w\.r\.t\.|vs\.)){0,5}?"
+    r"(?=\s+" + _FIGURE_WORD + r"\s*\d+[a-z]?\s+[a-z])")
 #: A heading glued before a sentence where no clear point says where it ends, or before a page's continuation:
 #: such a sentence is furniture.
 _GLUED_HEADING = re.compile(r"^[\w.+-]{2,30}:\s+(?:[A-Z][\w-]*\s+){2,5}[A-Z][\w-]*\s+[a-z]|"
