@@ -723,6 +723,11 @@ def test_headings_glued_before_a_sentence_cut_offs_and_front_matter_are_furnitur
      "ZeRO carefully selects the sizes of the temporal-data buffers."),
     ("6.3 MD: Memory Defragmentation Memory fragmentation occurs as a result of activation checkpointing.",
      "Memory fragmentation occurs as a result of activation checkpointing."),
+    # a table's or figure's text run into the sentence after it
+    ("Dataset Avg Input Length Cache Ratio ArXiv Summarization 8088 229 ~0% Poisson Process This section evaluates "
+     "the end-to-end performance.", "This section evaluates the end-to-end performance."),
+    ("16 GB 208 GB 1.5 TB GPU CPU Disk 12 GB/s 2 GB/s Our focus is designing offloading strategies.",
+     "Our focus is designing offloading strategies."),
     # a run-in heading in title case whose words the sentence's subject says again
     ("Hybrid Model and Data Parallelism Model parallelism is orthogonal to data parallelism.",
      "Model parallelism is orthogonal to data parallelism."),
@@ -741,6 +746,8 @@ def test_a_heading_glued_before_a_sentence_is_cut_off_where_the_sentence_begins(
     "As Figure 5a shows, the throughput grows on 512 GPUs.",
     "Results in Figure 3 show that the throughput grows.",  # a word leading into the figure: one sentence
     "Speedups as shown Table 2 lists them.",
+    "Lemma A.1 tells us that the gap is bounded by L ≤ 2(N − 2) B − 1 We note that the bound is tight.",  # prose
+    "Megatron Core Transformer Layer Block Spec Version 2 With GPT 3 The layer spec builds a model.",  # two figures: no table
     "ZeRO: Zero Redundancy Optimizer ZeRO removes the memory redundancies.",  # no clear point: furniture instead
     "TECHNICAL REPORT causal mask has not been addressed.",  # a page's continuation: furniture instead
     "Data Parallel Training is simple to set up.",  # a subject in title case, no heading before it

@@ -77,9 +77,33 @@ def heading_end(text: str) -> int:
     states, and a heading glued into a quote is no answer."""
     m = _CUT_HEADING.match(text)
     if m is None:
-        return _heading_said_again(text)
+        return _heading_said_again(text) or _figure_text_end(text)
     rest = len(text) - len(text[m.end():].lstrip())
     return rest if rest < len(text) else 0
+
+
+#: Where a sentence may begin after a figure's or table's text run into it: a word opening a sentence after one
+#: that could end a cell ("... Timestamp-based This section evaluates ...", "... 2 GB/s Our focus is ...").
+_SENTENCE_OPENS = re.compile(r"(?<=[\w%)\]/])\s+(?=(?:This|These|We|Our|The|In this|To|As|For|It)\s+[a-z])")
+#: A figure's or table's text: at least this many words, this many of them figures.
+FIGURE_TEXT_WORDS, FIGURE_TEXT_NUMBERS = 8, 3
+_FIGURE_NUMBER = re.compile(r"[~<>≈]?\d[\d.,]*[%×xkKMBG]?,?")
+
+
+def _figure_text_end(text: str) -> int:
+    """Where the sentence begins after a figure's or table's text the PDF text layer ran into it ("Dataset Avg Input
+    Length ... ArXiv Summarization 8088 229 ~0% Poisson Process ... This section evaluates ..."): the words before
+    are cells and labels, no word in lower case, no sentence's end, and several figures; 0 for none."""
+    if not text[:1].isupper() and not text[:1].isdigit():
+        return 0
+    for m in _SENTENCE_OPENS.finditer(text, 0, 400):
+        words = text[:m.start()].split()
+        if any(w[:1].islower() or w[-1:] in ".;:!?" for w in words):
+            return 0  # prose before it: a sentence already, or a word no cell holds
+        numbers = sum(bool(_FIGURE_NUMBER.fullmatch(w)) for w in words)
+        if len(words) >= FIGURE_TEXT_WORDS and numbers >= FIGURE_TEXT_NUMBERS:
+            return m.end()
+    return 0
 
 
 def _heading_said_again(text: str) -> int:
