@@ -1,10 +1,10 @@
 """Headings the PDF text layer glues before a sentence: where the sentence proper begins, or that it cannot be cut.
 
-A paper's text layer runs a section's number and title, a running header or a paragraph's run-in title into the
-first sentence under it ("5.2 Comparison to ZeRO-3 We compare ...", "Bandwidth w.r.t. activation memory Figure 3c
-also shows ..."). Where a clear point says where the sentence begins, :func:`heading_end` gives it and the answer
-quotes the sentence from there; where none does, :func:`glued_heading` says so and the sentence is furniture
-(:func:`dmlqa.query.features.furniture`).
+A paper's text layer runs a section's number and title, a running header, a paragraph's run-in title or a figure's
+text into the first sentence under it ("5.2 Comparison to ZeRO-3 We compare ...", "Bandwidth w.r.t. activation
+memory Figure 3c also shows ...", "... 12 GB/s 2 GB/s Our focus is ..."). Where a clear point says where the
+sentence begins, :func:`heading_end` gives it and the answer quotes the sentence from there; where none does,
+:func:`glued_heading` says so and the sentence is furniture (:func:`dmlqa.query.features.furniture`).
 """
 
 from __future__ import annotations
@@ -28,8 +28,9 @@ def _numbered(name: str) -> str:
     return r"^(?:" + _section_then_sub(name) + r"|\d+\.\d+)(?:\.\d+)*\.?\s+"
 
 
-#: Words that lead into a figure's number within a sentence ("shown in Figure 3", "than Table 2").
+#: The word before a figure's or table's number.
 _FIGURE_WORD = r"(?:Figure|Fig\.|Table)"
+#: Words that lead into a figure's number within a sentence ("shown in Figure 3", "than Table 2").
 _INTO_FIGURE = r"(?i:in|of|see|from|by|to|and|at|on|with|for|the|a|an|than|as|is|are|was|were|shown|plotted|listed)"
 #: A heading glued before a sentence that can be cut off at a clear point: the match ends where the sentence
 #: proper begins, and :func:`heading_end` gives that offset.
