@@ -747,7 +747,7 @@ def test_a_heading_glued_before_a_sentence_is_cut_off_where_the_sentence_begins(
     "Results in Figure 3 show that the throughput grows.",  # a word leading into the figure: one sentence
     "Speedups as shown Table 2 lists them.",
     "Lemma A.1 tells us that the gap is bounded by L ≤ 2(N − 2) B − 1 We note that the bound is tight.",  # prose
-    "Megatron Core Transformer Layer Block Spec Version 2 With GPT 3 The layer spec builds a model.",  # two figures: no table
+    "Megatron Core Transformer Layer Block Spec Version 2 With GPT 3 The layer spec builds a model.",  # 2 figures
     "ZeRO: Zero Redundancy Optimizer ZeRO removes the memory redundancies.",  # no clear point: furniture instead
     "TECHNICAL REPORT causal mask has not been addressed.",  # a page's continuation: furniture instead
     "Data Parallel Training is simple to set up.",  # a subject in title case, no heading before it
@@ -764,8 +764,8 @@ def test_what_leans_back_is_read_after_a_glued_heading() -> None:
 
 
 def test_the_llm_context_is_the_best_rated_sentences_first_then_their_passage() -> None:
+    from dmlqa.query.answer import AskOptions, llm_context
     from dmlqa.query.extractive import Pool
-    from dmlqa.query.quotes import llm_sources
 
     hits = [Hit(rank=1, score=1.0, doc_id="a", url="https://a.org", title="A", page=None, section=None,
                 text="Passage of A about pipelines."),
@@ -777,7 +777,7 @@ def test_the_llm_context_is_the_best_rated_sentences_first_then_their_passage() 
     cands = [Candidate(0 if c.doc_id == "a" else 1, c.doc_id, c.ordinal, c.text, c.role, c.page) for c in cands]
     pool = Pool(cands, [], np.zeros(3, np.float32), QuestionFacts({}, frozenset(), frozenset()), hits,
                 lambda c, step: None)
-    sources = llm_sources(pool, np.array([0.2, 0.9, 0.95]))
+    sources = llm_context(pool, np.array([0.2, 0.9, 0.95]), hits, AskOptions())
     assert [s.doc_id for s in sources] == ["b", "a"] and [s.rank for s in sources] == [1, 2]  # the best first
     assert sources[0].text.splitlines()[0] == "ZeRO partitions the optimizer states across the ranks."
     assert "Figure 2" not in sources[0].text.splitlines()[0]  # a caption is no quote

@@ -153,12 +153,38 @@ def extractive_answer(
     return body, citations, False, []
 
 
-def llm_context(pool: Pool, scores: np.ndarray, hits: Sequence[Hit], options: AskOptions) -> list[Hit]:
-    """The sources an LLM answers from: the candidates the extractive answer ranks, best first
-    (:func:`dmlqa.query.quotes.llm_sources`); the retrieved passages when there are none."""
-    from dmlqa.query.quotes import llm_sources
+#: Sentences of one source put before its passage in the LLM's context.
+QUOTES_PER_SOURCE = 3
 
-    return llm_sources(pool, scores, max_sources=options.passages) or list(hits)
+
+def llm_context(pool: Pool, scores: np.ndarray, hits: Sequence[Hit], options: AskOptions) -> list[Hit]:
+    """The sources an LLM answers from, at most ``options.passages``: the same candidates the extractive answer
+    ranks, the passages of the best-rated sentences first, each opening with its best sentences (quotes first,
+    then the passage they come from); the retrieved passages when there are none. A source found by the sentence
+    index rather than retrieval is its document's passage holding the sentence, so the LLM sees the evidence even
+    when its passage ranked low; the citation check reads the same texts, so quotes stay verifiable."""
+    import numpy as np
+
+    from dmlqa.extract.sentences import ROW
+    from dmlqa.query.quotes import readable
+
+    picked: dict[int, list[str]] = {}
+    by_doc = {h.doc_id: i for i, h in reversed(list(enumerate(pool.sources)))}
+    for i in np.argsort(-np.asarray(scores), kind="stable").tolist():
+        c = pool.candidates[i]
+        if not readable(c) and c.role != ROW:
+            continue
+        src = c.hit if c.hit is not None else by_doc.get(c.doc_id)
+        if src is None or (src not in picked and len(picked) >= options.passages):
+            continue
+        quotes = picked.setdefault(src, [])
+        if len(quotes) < QUOTES_PER_SOURCE and c.text not in quotes:
+            quotes.append(c.text)
+    out: list[Hit] = []
+    for src, quotes in picked.items():
+        h = pool.sources[src]
+        out.append(replace(h, rank=len(out) + 1, text="\n".join(quotes) + "\n\n" + h.text))
+    return out or list(hits)
 
 
 _FOLLOW_UP = re.compile(r"^\W*(?:(?:and|but|so)\s+)?(?:what|how)\s+(?:about|of|so)\b|^\W*(?:and|also|then|so|"

@@ -6,7 +6,8 @@ above its learned cut and the answer stays short. What is left as rules is about
 relevance: no heading, caption or legend is quoted; a sentence leaning on the one before ("It uses ...")
 comes with it or not at all; a sentence announcing a list or code comes with it, and a code line with
 the sentence announcing it; a table row comes with its header row. :func:`compose` writes the chosen
-sentences out with one ``[n]`` per document page; :func:`llm_sources` gives the LLM the same candidates.
+sentences out with one ``[n]`` per document page; :func:`dmlqa.query.answer.llm_context` gives the LLM the same
+candidates, read by :func:`readable` too.
 
 Sentences are whole, from the document (never cut at a chunk boundary; see
 :mod:`dmlqa.extract.sentences`); the source's reference markers are removed from the quoted text,
@@ -17,7 +18,6 @@ from __future__ import annotations
 
 import re
 from collections.abc import Callable, Iterator, Sequence
-from dataclasses import replace
 
 import numpy as np
 
@@ -37,7 +37,7 @@ from dmlqa.extract.textscan import code_comment
 from dmlqa.index.lexical import tokenize
 from dmlqa.models import Citation, Hit
 from dmlqa.query.english import english_word
-from dmlqa.query.extractive import Candidate, Pool
+from dmlqa.query.extractive import Candidate
 from dmlqa.query.features import asked_kinds, furniture, refers_back, standalone, title_like
 from dmlqa.query.glued import heading_end
 
@@ -69,7 +69,7 @@ _REFERS_TABLE = re.compile(r"\bTable\s+[\dIVX]+\b|\b(?:the )?(?:following|below)
 # -- choosing -------------------------------------------------------------------------------------------
 
 
-def _readable(c: Candidate | None) -> bool:
+def readable(c: Candidate | None) -> bool:
     """Prose or a list item that is no heading, caption or legend (nor carries one glued on)."""
     return c is not None and c.role in (PROSE, ITEM) and not furniture(c.text) and not marker_subject(c.text)
 
@@ -123,7 +123,7 @@ def _announced(c: Candidate, neighbour: Callable[[Candidate, int], Candidate | N
         got.append(nxt)
     if not got and leans_forward(c.text):
         nxt = neighbour(c, 1)
-        if _readable(nxt):
+        if readable(nxt):
             got.append(nxt)
     return got
 
@@ -151,7 +151,7 @@ def _list_lead(c: Candidate, neighbour: Callable[[Candidate, int], Candidate | N
     over the items before it and lines not stored; None when no sentence of its section that reads alone does."""
     run = _run_above(c, LIST_STEPS, neighbour)
     lead = None if run is None else run[1]
-    ok = lead is not None and lead.section == c.section and _readable(lead) and standalone(lead.text)
+    ok = lead is not None and lead.section == c.section and readable(lead) and standalone(lead.text)
     return lead if ok else None
 
 
@@ -181,7 +181,7 @@ def _block(c: Candidate, question_tokens: set[str], pool: Sequence[Candidate],
                 break
         block = None if prev is None else _block(prev, question_tokens, pool, neighbour)
         return block if block is not None and any(b.ordinal == c.ordinal for b in block) else None
-    if not _readable(c):
+    if not readable(c):
         return None
     if _bare(c) and not names and not _labels_code(c, neighbour):
         lead = _list_lead(c, neighbour)
@@ -192,7 +192,7 @@ def _block(c: Candidate, question_tokens: set[str], pool: Sequence[Candidate],
         if not refers_back(head.text):
             break
         prev = neighbour(head, -1)
-        if not _readable(prev):
+        if not readable(prev):
             break  # "However, ..." after a heading reads alone; "It ..." does not (below)
         block.insert(0, prev)
         head = prev
@@ -373,7 +373,7 @@ def choose(question: str, cands: Sequence[Candidate], scores: np.ndarray, *,
         if not blocks:  # a passage often states the answer right after the sentence naming what was asked
             for _ in range(read_on):
                 nxt = neighbour(block[-1], 1)
-                if not _readable(nxt):
+                if not readable(nxt):
                     break
                 more = [nxt]
                 if leans_forward(nxt.text):  # "The major components are:" comes with what it announces, or not at all
@@ -402,37 +402,6 @@ def choose(question: str, cands: Sequence[Candidate], scores: np.ndarray, *,
     for i, c in enumerate(rest):
         first.setdefault(c.doc_id, i)
     return lead + follow + sorted(rest, key=lambda c: (first[c.doc_id], c.ordinal))
-
-
-# -- the LLM's context -------------------------------------------------------------------------------------
-
-#: Sentences of one source put before its passage in the LLM's context.
-QUOTES_PER_SOURCE = 3
-
-
-def llm_sources(pool: Pool, scores: np.ndarray, *, max_sources: int = 8) -> list[Hit]:
-    """The LLM's context from the same candidates the extractive answer ranks: the passages of the
-    best-rated sentences, best first, each opening with its best sentences (quotes first, then the
-    passage they come from). A source found by the sentence index rather than retrieval is its
-    document's passage holding the sentence, so the LLM sees the evidence even when its passage
-    ranked low; the citation check reads the same texts, so quotes stay verifiable."""
-    picked: dict[int, list[str]] = {}
-    by_doc = {h.doc_id: i for i, h in reversed(list(enumerate(pool.sources)))}
-    for i in np.argsort(-np.asarray(scores), kind="stable").tolist():
-        c = pool.candidates[i]
-        if not _readable(c) and c.role != ROW:
-            continue
-        src = c.hit if c.hit is not None else by_doc.get(c.doc_id)
-        if src is None or (src not in picked and len(picked) >= max_sources):
-            continue
-        quotes = picked.setdefault(src, [])
-        if len(quotes) < QUOTES_PER_SOURCE and c.text not in quotes:
-            quotes.append(c.text)
-    out = []
-    for src, quotes in picked.items():
-        h = pool.sources[src]
-        out.append(replace(h, rank=len(out) + 1, text="\n".join(quotes) + "\n\n" + h.text))
-    return out
 
 
 # -- composing ---------------------------------------------------------------------------------------------
