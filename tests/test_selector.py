@@ -378,6 +378,24 @@ def test_an_announcing_sentence_brings_its_list_and_a_row_its_header() -> None:
     assert body == "- model: GPT-3 · GPUs: 1024 · TFLOPS: 140 [1]" and len(cites) == 1  # each cell under its header
 
 
+def test_an_announcer_whose_list_is_a_page_long_is_quoted_alone_when_it_states_something() -> None:
+    """A best sentence whose block would be a page is no answer; when the page is the list it announces and the
+    sentence states something of its own ("... three main components:"), it is quoted alone instead."""
+    item = " ".join(["It keeps every replica of the model in step by averaging the gradients."] * 6)
+    texts = [(PROSE, "As of release 1.6, its features can be categorized into three main components:"),
+             *((ITEM, f"- Component {k}: {item}") for k in range(3)), (PROSE, "Another sentence on the topic.")]
+    cands = _cands(texts)
+    q = "How many main components does it have?"
+    chosen = choose(q, cands, np.array([0.9, 0.1, 0.1, 0.1, 0.5]), neighbour=_neighbour(cands), add_above=0.3)
+    assert [c.ordinal for c in chosen] == [0, 4]
+    hit = Hit(rank=1, score=1.0, doc_id="d", url="https://x.org/d", title="D", page=1, section=None, text="")
+    assert compose(chosen, [hit])[0].startswith("As of release 1.6, its features can be categorized into three main "
+                                                "components … [1]")
+    short = _cands([(PROSE, "The components are:"), *texts[1:]])  # says nothing alone: the next sentence leads
+    chosen = choose(q, short, np.array([0.9, 0.1, 0.1, 0.1, 0.5]), neighbour=_neighbour(short), add_above=0.3)
+    assert [c.ordinal for c in chosen] == [4]
+
+
 def test_a_short_list_item_comes_under_the_sentence_leading_into_its_list_or_not_at_all() -> None:
     """"- MPICH 3.3 or later [1]" alone says nothing: a list item of a few words is quoted under the sentence before
     its list ("Usage of horovodrun requires one of the following:"), over the items between; with no such sentence it

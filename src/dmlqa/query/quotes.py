@@ -284,6 +284,15 @@ def _words(block: Sequence[Candidate]) -> int:
     return sum(len(c.text.split()) for c in block)
 
 
+def _announcer_alone(c: Candidate, block: list[Candidate], max_words: int) -> list[Candidate] | None:
+    """``block`` up to ``c`` when ``c`` announces what follows it in the block and states something alone
+    (:data:`ANNOUNCER_STATES` words or more) within ``max_words``; else None."""
+    at = next((k for k, b in enumerate(block) if b.doc_id == c.doc_id and b.ordinal == c.ordinal), None)
+    if at is None or not leans_forward(c.text) or len(c.text.split()) < ANNOUNCER_STATES:
+        return None
+    return block[:at + 1] if _words(block[:at + 1]) <= max_words else None
+
+
 #: How many of the best-scored candidates :func:`choose` orders by marginal relevance when asked for diversity.
 DIVERSE_TOP = 20
 
@@ -369,7 +378,11 @@ def choose(question: str, cands: Sequence[Candidate], scores: np.ndarray, *,
                 b.role == ROW and x.role == ROW and b.doc_id == x.doc_id for b in block for bl in blocks for x in bl)):
             continue  # over the budget, or a second row of a table already quoted
         if not blocks and _words(block) > 2 * max_words:
-            continue  # a best sentence that needs a page of context is no answer
+            # a best sentence that needs a page of context is no answer, unless the page is the list it announces
+            # and it states something alone ("... can be categorized into three main components:"): then it alone
+            block = _announcer_alone(c, block, max_words)
+            if block is None:
+                continue
         if not blocks:  # a passage often states the answer right after the sentence naming what was asked
             for _ in range(read_on):
                 nxt = neighbour(block[-1], 1)
@@ -472,10 +485,12 @@ def _markdown_header(c: Candidate, nxt: Candidate | None) -> bool:
 
 
 def _announces_next(c: Candidate, after: Sequence[Candidate]) -> bool:
-    """Is the sentence quoted after ``c`` one it announces (a list item, a code line or a sentence of its
-    document a few sentences on, or a line of the listing under it)?"""
-    return bool(after) and after[0].doc_id == c.doc_id and (0 < after[0].ordinal - c.ordinal <= ANNOUNCED_STEPS + 1 or
-                                                            after[0].role == LISTING and after[0].ordinal > c.ordinal)
+    """Is the sentence quoted after ``c`` one it announces (a list item or a code line of its document a few
+    sentences on, the prose sentence right after it, or a line of the listing under it)?"""
+    if not after or after[0].doc_id != c.doc_id:
+        return False
+    gap = after[0].ordinal - c.ordinal
+    return 0 < gap <= (2 if after[0].role == PROSE else ANNOUNCED_STEPS + 1) or after[0].role == LISTING and gap > 0
 
 
 def compose(chosen: Sequence[Candidate], hits: Sequence[Hit], *, question: str = "") -> tuple[str, list[Citation]]:
