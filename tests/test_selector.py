@@ -396,6 +396,23 @@ def test_an_announcer_whose_list_is_a_page_long_is_quoted_alone_when_it_states_s
     assert [c.ordinal for c in chosen] == [4]
 
 
+def test_a_fragment_whose_opening_was_lost_is_not_quoted_after_a_sentence_that_ended() -> None:
+    """"a baseline by training a model of 1.2 billion parameters ..." after a figure's legend: the text layer lost
+    its opening at a column break, and the sentence before, which ended, is not it. After a sentence cut off
+    mid-clause the two read as one; a name in lower case ("exo runs ...") is no fragment."""
+    q = "How many teraflops does one GPU sustain for the baseline model?"
+    for before, quoted in [("Model+data parallel (green): the same configuration with data parallelism.", [2]),
+                           ("We establish", [0, 1, 2])]:
+        cands = _cands([(PROSE, before), (PROSE, "a baseline by training a model of 1.2 billion parameters on one GPU, "
+                                                  "that sustains 39 teraflops."),
+                        (PROSE, "The baseline sustains 39 teraflops on one GPU, 30% of its peak.")])
+        chosen = choose(q, cands, np.array([0.1, 0.9, 0.5]), neighbour=_neighbour(cands), add_above=0.3)
+        assert [c.ordinal for c in chosen] == quoted
+    cands = _cands([(PROSE, "Devices join the cluster on their own."), (PROSE, "exo runs models across devices.")])
+    chosen = choose("What does exo run?", cands, np.array([0.1, 0.9]), neighbour=_neighbour(cands), add_above=0.3)
+    assert [c.ordinal for c in chosen] == [0, 1]
+
+
 def test_a_short_list_item_comes_under_the_sentence_leading_into_its_list_or_not_at_all() -> None:
     """"- MPICH 3.3 or later [1]" alone says nothing: a list item of a few words is quoted under the sentence before
     its list ("Usage of horovodrun requires one of the following:"), over the items between; with no such sentence it

@@ -155,6 +155,18 @@ def _list_lead(c: Candidate, neighbour: Callable[[Candidate, int], Candidate | N
     return lead if ok else None
 
 
+#: A sentence's end: its mark, then closing quotes or brackets ("e.g.", "et al." and "vs." end nothing).
+_SENTENCE_END = re.compile(r"(?<!\be\.g)(?<!\bi\.e)(?<!\bet al)(?<!\bvs)[.!?][\"'”’)\]]*\s*$")
+
+
+def _fragment(text: str) -> bool:
+    """Does the sentence open on an English word in lower case ("a baseline by training ...", "depth, number of
+    heads ... are all smaller"; not "exo is ..."): the rest of a sentence whose opening the text layer lost?"""
+    t = text[heading_end(text):].lstrip("\"'“(")
+    first = re.match(r"[a-z]+\b(?![_.\-(\[])", t)
+    return first is not None and (first.group() == "a" or english_word(first.group()))
+
+
 def _block(c: Candidate, question_tokens: set[str], pool: Sequence[Candidate],
            neighbour: Callable[[Candidate, int], Candidate | None], *, names: bool = False) -> list[Candidate] | None:
     """The sentences quoting ``c`` takes, in reading order, or None when it cannot be quoted readably. ``names``: the
@@ -192,8 +204,10 @@ def _block(c: Candidate, question_tokens: set[str], pool: Sequence[Candidate],
         if not refers_back(head.text):
             break
         prev = neighbour(head, -1)
-        if not readable(prev):
-            break  # "However, ..." after a heading reads alone; "It ..." does not (below)
+        if not readable(prev) or _fragment(head.text) and _SENTENCE_END.search(prev.text):
+            # "However, ..." after a heading reads alone; "It ..." does not (below); nor does "a baseline by
+            # training ..." after a sentence that ended: its opening was lost at a page or column break
+            break
         block.insert(0, prev)
         head = prev
     while block and not standalone(block[0].text):
