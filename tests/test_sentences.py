@@ -320,11 +320,19 @@ def test_source_reference_markers_and_glued_headings_are_removed_for_the_answer(
 
 
 def test_bracketed_numbers_that_are_data_are_not_taken_for_reference_markers() -> None:
-    # a tensor's shape is out of ascending order, which a list of references never is
+    # a tensor's shape: after "shape", or a phrase going on after it
     assert for_answer("Each processor contains a Tensor slice with shape [25, 28, 28, 3].") == (
         "Each processor contains a Tensor slice with shape [25, 28, 28, 3].")
     tile = "Each holds a tile [100, 14, 7, 3] of the image."
     assert for_answer(tile) == tile
+    # out of order, a list is references all the same unless a number repeats, the sentence states it as a value or
+    # the phrase goes on after it
+    assert for_answer("Theano [5, 4] is a pioneering framework.") == "Theano is a pioneering framework."
+    assert for_answer("It is used for NLP [33, 15, 34, 35, 36].") == "It is used for NLP."
+    assert for_answer("As shown in other work (for example [9, 71, 53]), bias is learned.") == (
+        "As shown in other work (for example refs. 9, 71, 53), bias is learned.")
+    values = "CNT2 is [8, 1] and CLS2 becomes [1, 2, 2, 2]."
+    assert for_answer(values) == values
     # in order, a list after "list", "shape" or "=" is a value too; after a verb or a noun, references
     assert for_answer("Pass num_experts as a list e.g. [4, 8] to build a pyramid.") == (
         "Pass num_experts as a list e.g. [4, 8] to build a pyramid.")

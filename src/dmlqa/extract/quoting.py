@@ -16,12 +16,17 @@ from dmlqa.extract.textscan import COMMENT, COMMENT_MARK  # and for comments
 _REF_MARK = re.compile(r"\s?\[\s*\d{1,3}(?:\s*[,;–-]\s*\d{1,3})*\s*\]")
 #: A marker that is the object of a preposition ("Similar to [21], we ...", "as in [5]."): removed, it would
 #: leave "Similar to, we"; it is written out as "ref. 21" instead, which no reader takes for a citation.
-_OBJECT_MARK = re.compile(r"(?i:\b(to|in|of|by|from|with|than|see|like|following|cf\.|e\.g\.,?))\s*\[\s*(\d{1,3}"
-                          r"(?:\s*[,;–-]\s*\d{1,3})*)\s*\]")
-#: A bracketed list of numbers that is data, not references: out of order (a tensor's shape "[100, 14, 7, 3]";
-#: references are listed in ascending order) or after "shape", "list" or "=" ("num_experts as a list e.g. [4, 8]").
+_OBJECT_MARK = re.compile(r"(?i:\b(to|in|of|by|from|with|than|see|like|following|cf\.|e\.g\.,?|for example,?))"
+                          r"\s*\[\s*(\d{1,3}(?:\s*[,;–-]\s*\d{1,3})*)\s*\]")
+#: A bracketed list of numbers that may be data, not references: after "shape", "list" or "=" ("num_experts as a
+#: list e.g. [4, 8]"), or out of order as below (a tensor's shape "[100, 14, 7, 3]").
 _NUMBER_LIST = re.compile(r"\[\s*\d+(?:\s*,\s*\d+)+\s*\]")
 _VALUE_LEAD = re.compile(r"(?:\bshapes?|\blists?|\barray|\btuple|\bsizes?|=)\s*(?:e\.g\.,?|of|like)?\s*$", re.I)
+#: Out of order, a list is still references ("Theano [5, 4] is ...", "used for NLP [33, 15, 34, 35, 36].") unless a
+#: number repeats, the sentence states it as a value ("CNT2 is [8, 1]", "viewed as [8, 1, 1, 1]", "reshaping a tensor
+#: from [3, 2]") or the phrase goes on after it ("a tile [100, 14, 7, 3] of the image").
+_VALUE_VERB = re.compile(r"\b(?:is|are|was|were|be|becomes?|became|equals?|as|from|into)\s*$", re.I)
+_VALUE_GOES_ON = re.compile(r"\s*(?:of|to|by|for|x|×)\b")
 _SUPERSCRIPT = re.compile(r"(?<=[A-Za-z\)])[\u00b9\u00b2\u00b3\u2070-\u2079]+")
 #: A README's links to a translation, after a news entry ("... Inference [English] [中文] [日本語]"): the
 #: link texts are kept in the page's text, and quoted they read as noise after the entry.
@@ -73,7 +78,9 @@ def for_answer(text: str) -> str:
 
     def aside(m: re.Match) -> str:
         n = [int(x) for x in re.findall(r"\d+", m[0])]
-        if all(a < b for a, b in zip(n, n[1:], strict=False)) and not _VALUE_LEAD.search(m.string, 0, m.start()):
+        if not _VALUE_LEAD.search(m.string, 0, m.start()) and (all(a < b for a, b in zip(n, n[1:], strict=False)) or (
+                len(set(n)) == len(n) and not _VALUE_VERB.search(m.string, 0, m.start())
+                and not _VALUE_GOES_ON.match(m.string, m.end()))):
             return m[0]
         values.append(m[0])
         return f"\x00{len(values) - 1}\x00"
