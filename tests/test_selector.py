@@ -727,6 +727,10 @@ def test_a_sentence_pointing_elsewhere_is_marked_so_the_model_can_weigh_it() -> 
     ("TF is similar to our system, where we construct the same computations and ex-", True),
     # a paper's front matter
     ("Correspondence to: The Authors <authors@example.org>.", True),
+    # a table's or figure's text closed by its label; prose ending on a figure holds its function words
+    ("Model MemUsage OPs TensorSizes ResNet-152 180GB 882 26 Inception-4 71GB 830 64 Table 1.", True),
+    ("Token 0 Token 1 Token 2 layer Dataset (infinite) batch Figure 2.", True),
+    ("The memory each model needs and its operations are listed in Table 1.", False),
 ])
 def test_headings_glued_before_a_sentence_cut_offs_and_front_matter_are_furniture(text: str, expected: bool) -> None:
     assert furniture(text) is expected

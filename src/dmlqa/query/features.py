@@ -21,7 +21,7 @@ import numpy as np
 
 from dmlqa.extract.sentences import ITEM, QUOTED_CODE, ROW, leans_back, refers_above
 from dmlqa.index.lexical import tokenize
-from dmlqa.query.glued import SMALL_WORDS, glued_heading, heading_end
+from dmlqa.query.glued import SMALL_WORDS, glued_heading, heading_end, labelled_figure_text
 
 #: The order of the features in a matrix and in the fitted weights (selector.json names them).
 FEATURES = (
@@ -356,7 +356,7 @@ def furniture(text: str) -> bool:
     contents or a paper's outline? Such text does not read as an answer, whatever it matches."""
     # each pattern only where a plain substring test says it can match: unanchored, they were tried at
     # every character, 55 µs a sentence and 6 ms of every answer
-    return bool((("Fig" in text or "Table" in text) and _LEGEND.search(text))
+    return bool((("Fig" in text or "Table" in text) and (_LEGEND.search(text) or labelled_figure_text(text)))
                 or glued_heading(text)
                 or (any(len(w) >= 18 for w in text.split()) and _RUN_TOGETHER.search(text))
                 or _CUT_OFF.search(text[-24:]) and _CUT_OFF.search(text)

@@ -140,3 +140,24 @@ def glued_heading(text: str) -> bool:
     """A heading glued before the sentence that cannot be cut off (:func:`heading_end` cuts the others)."""
     rest = text[heading_end(text):]
     return bool(_GLUED_HEADING.search(rest) or (rest[:1].isupper() and rest[1:2].isupper() and _caps_heading(rest)))
+
+
+#: A figure's or table's label closing a line of its text ("... BRNN-4-8K 99GB 9034 9 Table 1.").
+_LABEL_AT_END = re.compile(r"(?:Figure|Fig\.|Table)\s*\d+[a-z]?\.?\s*$")
+#: Words prose cannot go a dozen words without; a figure's labels and a table's cells do.
+_FUNCTION_WORDS = frozenset("a an the of in on to and or is are was were be by for with from as at that this which it "
+                            "its we our their than".split())
+#: How many words before the label are read, and how many there must be.
+LABEL_WORDS, LABEL_MIN_WORDS = 12, 6
+
+
+def labelled_figure_text(text: str) -> bool:
+    """Is the sentence a figure's or table's text closed by its label ("Model MemUsage OPs ... 9034 9 Table 1.",
+    "Token 0 Token 1 Token 2 layer Dataset (infinite) batch Figure 2.")? The words before the label hold no function
+    word, where prose ending on a figure says "... as shown in Table 1."."""
+    m = _LABEL_AT_END.search(text)
+    if m is None:
+        return False
+    words = text[:m.start()].split()
+    return len(words) >= LABEL_MIN_WORDS and not any(
+        w.lower().strip(",.;:()") in _FUNCTION_WORDS for w in words[-LABEL_WORDS:])
