@@ -331,7 +331,7 @@ def test_bracketed_numbers_that_are_data_are_not_taken_for_reference_markers() -
     assert for_answer("It is used for NLP [33, 15, 34, 35, 36].") == "It is used for NLP."
     assert for_answer("As shown in other work (for example [9, 71, 53]), bias is learned.") == (
         "As shown in other work (for example refs. 9, 71, 53), bias is learned.")
-    values = "CNT2 is [8, 1] and CLS2 becomes [1, 2, 2, 2]."
+    values = "CNT2 is [8, 1] and CLS2 becomes [1, 2, 2, 2]. Each tile [8, 2] × 4 fits."
     assert for_answer(values) == values
     # in order, a list after "list", "shape" or "=" is a value too; after a verb or a noun, references
     assert for_answer("Pass num_experts as a list e.g. [4, 8] to build a pyramid.") == (

@@ -26,7 +26,7 @@ _VALUE_LEAD = re.compile(r"(?:\bshapes?|\blists?|\barray|\btuple|\bsizes?|=)\s*(
 #: number repeats, the sentence states it as a value ("CNT2 is [8, 1]", "viewed as [8, 1, 1, 1]", "reshaping a tensor
 #: from [3, 2]") or the phrase goes on after it ("a tile [100, 14, 7, 3] of the image").
 _VALUE_VERB = re.compile(r"\b(?:is|are|was|were|be|becomes?|became|equals?|as|from|into)\s*$", re.I)
-_VALUE_GOES_ON = re.compile(r"\s*(?:of|to|by|for|x|×)\b")
+_VALUE_GOES_ON = re.compile(r"\s*(?:(?:of|to|by|for|x)\b|×)")
 _SUPERSCRIPT = re.compile(r"(?<=[A-Za-z\)])[\u00b9\u00b2\u00b3\u2070-\u2079]+")
 #: A README's links to a translation, after a news entry ("... Inference [English] [中文] [日本語]"): the
 #: link texts are kept in the page's text, and quoted they read as noise after the entry.
