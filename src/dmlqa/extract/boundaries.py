@@ -43,6 +43,17 @@ _ADDRESS_TAIL = re.compile(r"(?:/|www\.|@)\S*$")
 _LABEL = re.compile(r"\s*(?:Figure|Fig\.|Table|Tab\.|Algorithm|Alg\.|Listing)\s*(?:\d+|[IVX]+)[a-z]?\.")
 
 
+def ends_sentence(text: str) -> bool:
+    """Does ``text`` end as a sentence does: a stop, "!" or "?", closing quotes or brackets after it, and no
+    abbreviation's or initial's stop (:data:`_ABBREVIATIONS`: "e.g.", "et al.", "Fig.")? The rule :func:`spans`
+    cuts by, read on a sentence already cut."""
+    t = text.rstrip().rstrip("\"'”’)]")
+    if not t.endswith((".", "!", "?")):
+        return False
+    tail = t[-16:]
+    return not (tail.endswith(_NO_END_TAILS) and _NO_END.search(tail))
+
+
 def spans(text: str, base: int) -> Iterator[tuple[int, int]]:
     """Sentence spans (absolute offsets) of one paragraph's text; a list item flattened into it
     (:data:`_BULLET_ITEM`, :data:`_DASH_ITEM`) starts a sentence of its own."""

@@ -21,6 +21,7 @@ from collections.abc import Callable, Iterator, Sequence
 
 import numpy as np
 
+from dmlqa.extract.boundaries import ends_sentence
 from dmlqa.extract.quoting import for_answer
 from dmlqa.extract.sentences import (
     ITEM,
@@ -155,16 +156,17 @@ def _list_lead(c: Candidate, neighbour: Callable[[Candidate, int], Candidate | N
     return lead if ok else None
 
 
-#: A sentence's end: its mark, then closing quotes or brackets ("e.g.", "et al." and "vs." end nothing).
-_SENTENCE_END = re.compile(r"(?<!\be\.g)(?<!\bi\.e)(?<!\bet al)(?<!\bvs)[.!?][\"'”’)\]]*\s*$")
+def _opens_in_english(text: str) -> bool:
+    """Does ``text`` open on an English word in lower case ("waiting", "a"), not on a name ("fully_shard", "exo",
+    "x[1]")?"""
+    first = re.match(r"[a-z]+\b(?![_.\-(\[])", text)
+    return first is not None and (first.group() == "a" or english_word(first.group()))
 
 
 def _fragment(text: str) -> bool:
     """Does the sentence open on an English word in lower case ("a baseline by training ...", "depth, number of
     heads ... are all smaller"; not "exo is ..."): the rest of a sentence whose opening the text layer lost?"""
-    t = text[heading_end(text):].lstrip("\"'“(")
-    first = re.match(r"[a-z]+\b(?![_.\-(\[])", t)
-    return first is not None and (first.group() == "a" or english_word(first.group()))
+    return _opens_in_english(text[heading_end(text):].lstrip("\"'“("))
 
 
 def _block(c: Candidate, question_tokens: set[str], pool: Sequence[Candidate],
@@ -204,7 +206,7 @@ def _block(c: Candidate, question_tokens: set[str], pool: Sequence[Candidate],
         if not refers_back(head.text):
             break
         prev = neighbour(head, -1)
-        if not readable(prev) or _fragment(head.text) and _SENTENCE_END.search(prev.text):
+        if not readable(prev) or _fragment(head.text) and ends_sentence(prev.text):
             # "However, ..." after a heading reads alone; "It ..." does not (below); nor does "a baseline by
             # training ..." after a sentence that ended: its opening was lost at a page or column break
             break
@@ -486,8 +488,7 @@ def unlinked(text: str) -> str:
     if m is None:
         return text
     rest = text[m.end():]
-    first = re.match(r"[a-z]+\b(?![_.\-(])", rest)
-    return rest[:1].upper() + rest[1:] if first and (first.group() == "a" or english_word(first.group())) else rest
+    return rest[:1].upper() + rest[1:] if _opens_in_english(rest) else rest
 
 
 def _markdown_header(c: Candidate, nxt: Candidate | None) -> bool:
