@@ -95,16 +95,22 @@ def _figure_text_end(text: str) -> int:
     """Where the sentence begins after a figure's or table's text the PDF text layer ran into it ("Dataset Avg Input
     Length ... ArXiv Summarization 8088 229 ~0% Poisson Process ... This section evaluates ..."): the words before
     are cells and labels, no word in lower case, no sentence's end, and several figures; 0 for none."""
-    if not text[:1].isupper() and not text[:1].isdigit():
-        return 0
+    first_words = text.split(None, FIGURE_TEXT_WORDS)[:FIGURE_TEXT_WORDS]  # what any cut must step over
+    if not (text[:1].isupper() or text[:1].isdigit()) or _prose_word(first_words):
+        return 0  # prose there: no opening further on is cut (this runs for every candidate, several times)
     for m in _SENTENCE_OPENS.finditer(text, 0, 400):
         words = text[:m.start()].split()
-        if any(w[:1].islower() or w[-1:] in ".;:!?" for w in words):
+        if _prose_word(words):
             return 0  # prose before it: a sentence already, or a word no cell holds
         numbers = sum(bool(_FIGURE_NUMBER.fullmatch(w)) for w in words)
         if len(words) >= FIGURE_TEXT_WORDS and numbers >= FIGURE_TEXT_NUMBERS:
             return m.end()
     return 0
+
+
+def _prose_word(words: list[str]) -> bool:
+    """Is one of ``words`` no cell's or label's: in lower case, or ending a sentence or clause?"""
+    return any(w[:1].islower() or w[-1:] in ".;:!?" for w in words)
 
 
 def _heading_said_again(text: str) -> int:
@@ -143,7 +149,7 @@ def glued_heading(text: str) -> bool:
 
 
 #: A figure's or table's label closing a line of its text ("... BRNN-4-8K 99GB 9034 9 Table 1.").
-_LABEL_AT_END = re.compile(r"(?:Figure|Fig\.|Table)\s*\d+[a-z]?\.?\s*$")
+_LABEL_AT_END = re.compile(_FIGURE_WORD + r"\s*\d+[a-z]?\.?\s*$")
 #: Words prose cannot go a dozen words without; a figure's labels and a table's cells do.
 _FUNCTION_WORDS = frozenset("a an the of in on to and or is are was were be by for with from as at that this which it "
                             "its we our their than".split())
