@@ -1,7 +1,7 @@
 """Benchmark: CPU seconds (this process and its children) that hostile inputs cost (issue 19, item 5).
 
     .venv/bin/python bench/hostile_inputs.py [--tables 30000] [--anchors 20000] [--steps 4000] [--limit 60]
-        [--pages 400] [--links 40000] [--rows 20000] [--spans 20000]
+        [--pages 400] [--links 40000] [--rows 20000] [--spans 20000] [--lists 20000]
 
 - a markdown list with ``--anchors`` unclosed ``<a href>`` tags, through ``parse_list`` (target: ≤ 2 s);
 - a page of ``--tables`` one-cell tables, through extraction under the build's time limit (the
@@ -21,7 +21,10 @@
   row of 20,000, and each row's next line was read by copying the rest of the page);
 - paragraphs of ``--spans`` inline formulas ("$x$"), of as many version bounds ("a >= 1") and of a numbered heading
   with that many title words, through ``split_document``: the math and version-bound reading of a sentence and the
-  glued-heading cut (``dmlqa.query.glued.heading_end``) should grow with the paragraph.
+  glued-heading cut (``dmlqa.query.glued.heading_end``) should grow with the paragraph;
+- a sentence of ``--lists`` bracketed lists, references and values, through ``for_answer``: each list is read by the
+  words right before it, so its CPU seconds should grow with the lists (reading from the sentence's start up to
+  each list again was quadratic).
 Prints one line per case; timings vary with the machine's load.
 """
 
@@ -36,6 +39,7 @@ from dmlqa.catalog.lists import parse_list
 from dmlqa.errors import ExtractError
 from dmlqa.extract.documents import extract_bytes
 from dmlqa.extract.html import extract_html
+from dmlqa.extract.quoting import for_answer
 from dmlqa.extract.sentences import split_document
 from dmlqa.extract.worker import TimedExtractor
 from dmlqa.models import Block, Document
@@ -60,6 +64,7 @@ def main() -> None:
     ap.add_argument("--links", type=int, default=40_000)
     ap.add_argument("--rows", type=int, default=20_000)
     ap.add_argument("--spans", type=int, default=20_000)
+    ap.add_argument("--lists", type=int, default=20_000)
     ap.add_argument("--limit", type=float, default=60.0, help="extraction time limit, seconds")
     args = ap.parse_args()
 
@@ -138,6 +143,13 @@ def main() -> None:
             cut = [glued.heading_end(x.text) > 0 or features.furniture(x.text) for x in got]
             print(f"sentences of a paragraph of {n:,} {what} ({len(para):,} chars): {cpu_seconds() - t0:.2f} CPU s, "
                   f"{len(got):,} sentences, {sum(cut)} with a heading cut off or furniture")
+
+    for n in (args.lists // 4, args.lists):
+        text = "Theano [5, 4] and a tensor of shape [8, 1] and " * n + "so on."
+        t0 = cpu_seconds()
+        quoted = for_answer(text)
+        print(f"a sentence of {2 * n:,} bracketed lists ({len(text):,} chars) as quoted: "
+              f"{cpu_seconds() - t0:.2f} CPU s, {quoted.count('[8, 1]'):,} values kept")
 
 
 if __name__ == "__main__":

@@ -196,6 +196,18 @@ def test_pdf_pages_of_thousands_of_footnotes_and_a_megabyte_line_are_read_whole(
     assert joined == [(1, line + "\nso on to the end."), (2, "Next page.")]
 
 
+def test_a_sentence_of_20000_bracketed_lists_reads_each_by_the_words_right_before_it() -> None:
+    """Whether a bracketed list is a value is read from the few words right before it ("shape [8, 1]"), not from
+    the sentence's start up to it again, which made a sentence of many lists quadratic (``bench/hostile_inputs.py
+    --lists`` measures it)."""
+    from dmlqa.extract.quoting import for_answer
+
+    n = 20_000
+    assert for_answer("Theano [5, 4] and " * n + "so on.") == "Theano and " * n + "so on."  # references go
+    values = "a tensor of shape [8, 1] and " * n + "so on."
+    assert for_answer(values) == values  # every list after "shape" stays, however far into the sentence
+
+
 def good_page(topic: str) -> bytes:
     return html_page(topic, [("Notes", [f"{topic} is explained here. " + prose(6)])]).encode()
 

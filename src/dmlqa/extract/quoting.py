@@ -27,6 +27,9 @@ _VALUE_LEAD = re.compile(r"(?:\bshapes?|\blists?|\barray|\btuple|\bsizes?|=)\s*(
 #: from [3, 2]") or the phrase goes on after it ("a tile [100, 14, 7, 3] of the image").
 _VALUE_VERB = re.compile(r"\b(?:is|are|was|were|be|becomes?|became|equals?|as|from|into)\s*$", re.I)
 _VALUE_GOES_ON = re.compile(r"\s*(?:(?:of|to|by|for|x)\b|×)")
+#: How far before a list its lead or verb is looked for: each ends right at the list and is a few words long, and
+#: reading from the sentence's start made a sentence of many lists quadratic.
+VALUE_LEAD_CHARS = 48
 _SUPERSCRIPT = re.compile(r"(?<=[A-Za-z\)])[\u00b9\u00b2\u00b3\u2070-\u2079]+")
 #: A README's links to a translation, after a news entry ("... Inference [English] [中文] [日本語]"): the
 #: link texts are kept in the page's text, and quoted they read as noise after the entry.
@@ -78,9 +81,10 @@ def for_answer(text: str) -> str:
 
     def aside(m: re.Match) -> str:
         n = [int(x) for x in re.findall(r"\d+", m[0])]
-        if not _VALUE_LEAD.search(m.string, 0, m.start()) and (all(a < b for a, b in zip(n, n[1:], strict=False)) or (
-                len(set(n)) == len(n) and not _VALUE_VERB.search(m.string, 0, m.start())
-                and not _VALUE_GOES_ON.match(m.string, m.end()))):
+        before = max(0, m.start() - VALUE_LEAD_CHARS)  # the words right before it, not the text up to it again
+        if not _VALUE_LEAD.search(m.string, before, m.start()) and (all(a < b for a, b in zip(n, n[1:], strict=False))
+                or len(set(n)) == len(n) and not _VALUE_VERB.search(m.string, before, m.start())
+                and not _VALUE_GOES_ON.match(m.string, m.end())):
             return m[0]
         values.append(m[0])
         return f"\x00{len(values) - 1}\x00"
