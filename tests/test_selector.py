@@ -327,6 +327,56 @@ def test_a_sentence_leaning_back_comes_after_its_predecessor_or_not_at_all(
     assert [c.ordinal for c in chosen] == expected
 
 
+def _sectioned(texts: list[tuple[str | None, str]]) -> list[Candidate]:
+    return [Candidate(0, "d", i, t, PROSE, None, section=sec) for i, (sec, t) in enumerate(texts)]
+
+
+@pytest.mark.parametrize(("texts", "quoted"), [
+    # the first sentence under a heading, its demonstrative naming what the heading names
+    ([("Weak Scaling Results", "The weak scaled results show superlinear scaling on every model size."),
+      ("Strong Scaling Results", "This test strong scales the GPT-3 model from 96 to 4,608 GPUs with one batch size.")],
+     "Under “Strong Scaling Results”: This test strong scales the GPT-3 model from 96 to 4,608 GPUs with one batch "
+     "size. [1]"),
+    ([(None, "Pipelines are cut into stages by layer count."),
+      ("Interleaved Schedule:", "These schedules require the number of micro-batches to be a multiple of the stages.")],
+     "Under “Interleaved Schedule”: These schedules require the number of micro-batches to be a multiple of the "
+     "stages. [1]"),
+])
+def test_a_sentence_opening_its_section_with_this_noun_is_quoted_under_its_heading(
+        texts: list[tuple[str | None, str]], quoted: str) -> None:
+    cands = _sectioned(texts)
+    chosen = choose("What is it?", cands, np.array([0.1, 0.9]), neighbour=_neighbour(cands), add_above=0.5)
+    assert [c.ordinal for c in chosen] == [1]  # not after the last sentence of the section before: about another thing
+    hits = [Hit(1, 0.5, "d", "https://example.org/d", "D", None, None, texts[1][1], "d#0")]
+    assert compose(chosen, hits)[0] == quoted
+    assert compose(chosen, hits)[1][0].quote == texts[1][1]  # the citation quotes the source's words alone
+
+
+@pytest.mark.parametrize(("texts", "why"), [
+    # "This is ..." stands for what came before the sentence (often a code block), which no heading carries
+    ([("Setup", "Broadcast the parameters from rank 0 before training."),
+      ("Horovod with PyTorch", "This is necessary to make sure every worker starts from the same weights.")],
+     "a pronoun, not a demonstrative"),
+    ([("Setup", "Broadcast the parameters from rank 0 before training."),
+      ("Plugins", "These include the Gemini plugin and the low level zero plugin for sharding.")], "a pronoun"),
+    # the second sentence of its section leans on the first, not on the heading
+    ([("Gemini Plugin", "Gemini manages chunks of parameters across GPU and CPU memory."),
+      ("Gemini Plugin", "This plugin implements ZeRO-3 with chunk-based memory management.")], "not first"),
+    ([("Setup", "Broadcast the parameters from rank 0 before training."),
+      ("A Much Longer Heading Than A Reader Takes In At A Glance", "This plugin implements ZeRO-3 with chunks.")],
+     "a heading too long to name"),
+    ([("Setup", "Broadcast the parameters from rank 0 before training."),
+      ("Constant Parameters", "This example as described above keeps the cache capacity fixed during tuning.")],
+     "it leans on more than its opening"),
+])
+def test_a_sentence_leaning_on_more_than_its_heading_is_not_quoted_under_it(
+        texts: list[tuple[str | None, str]], why: str) -> None:
+    cands = _sectioned(texts)
+    chosen = choose("What is it?", cands, np.array([0.1, 0.9]), neighbour=_neighbour(cands), add_above=0.5)
+    assert all(c.under is None for c in chosen), why
+    assert [c.ordinal for c in chosen] == ([0, 1] if why == "not first" else [0]), why  # with its context, or not
+
+
 def test_with_diversity_the_next_sentence_says_something_the_answer_has_not_said() -> None:
     cands = _cands([(PROSE, "GPipe splits a model into stages across accelerators for training."),
                     (PROSE, "GPipe partitions a model into stages placed on different accelerators."),

@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Callable, Iterator, Sequence
+from dataclasses import replace
 
 import numpy as np
 
@@ -169,6 +170,34 @@ def _fragment(text: str) -> bool:
     return _opens_in_english(text[heading_end(text):].lstrip("\"'“("))
 
 
+#: A section's heading over a sentence leaning on it is named before the quote when it has at most this many words.
+UNDER_WORDS = 8
+#: "This schedule ...", "These plugins ...": a demonstrative before a noun, which a heading can name. Not "This is
+#: ...", "This requires ..." nor "These include ...": the pronoun stands for what was said or shown before (a code
+#: block under the heading, often), which the heading does not carry. A word after "This" ending in "s" is read as a
+#: verb ("This process" is lost with "This reduces"); after "These", one not ending in "s" is.
+_DEMONSTRATIVE = re.compile(r"^(?:(?:This|That) (?!(?:is|was|can|could|will|would|may|might|must|should|shall|does|"
+                            r"did|had|has|made|led|let|lets|in|on|of|to|for|with|by|from|at|as|and|or|but|not|also|"
+                            r"only|just|way)\b)[a-z][a-z-]*[a-rt-z]|(?:These|Those) (?!(?:are|were|can|could|will|"
+                            r"would|may|might|must|should|do|did|had|has|have|include|includes)\b)[a-z][a-z-]*s)\b")
+
+
+def _heading_over(c: Candidate, neighbour: Callable[[Candidate, int], Candidate | None]) -> str | None:
+    """The heading ``c`` is read under when ``c`` opens its section with a demonstrative the heading answers ("This
+    schedule requires ..." first under "Interleaved Schedule", "This test strong scales ..." under "Strong Scaling
+    Results"): a web page's or README's heading (a PDF's sections are not stored by name), short, no sentence. The
+    answer names it before the quote (:func:`compose`). None otherwise: a sentence later in the section leans on the
+    one before, which the heading does not carry."""
+    under = (c.section or "").strip().rstrip(":").strip()
+    rest = c.text[heading_end(c.text):]
+    if not under or len(under.split()) > UNDER_WORDS or ends_sentence(under) or not _DEMONSTRATIVE.match(rest):
+        return None
+    if not standalone(_DEMONSTRATIVE.sub("The", rest, count=1)):
+        return None  # it leans on more than its opening ("This method, as above, ...")
+    prev = neighbour(c, -1)
+    return under if prev is None or prev.section != c.section else None
+
+
 def _block(c: Candidate, question_tokens: set[str], pool: Sequence[Candidate],
            neighbour: Callable[[Candidate, int], Candidate | None], *, names: bool = False) -> list[Candidate] | None:
     """The sentences quoting ``c`` takes, in reading order, or None when it cannot be quoted readably. ``names``: the
@@ -206,13 +235,16 @@ def _block(c: Candidate, question_tokens: set[str], pool: Sequence[Candidate],
         if not refers_back(head.text):
             break
         prev = neighbour(head, -1)
-        if not readable(prev) or _fragment(head.text) and ends_sentence(prev.text):
+        if not readable(prev) or prev.section != head.section or _fragment(head.text) and ends_sentence(prev.text):
             # "However, ..." after a heading reads alone; "It ..." does not (below); nor does "a baseline by
-            # training ..." after a sentence that ended: its opening was lost at a page or column break
+            # training ..." after a sentence that ended: its opening was lost at a page or column break. The
+            # last sentence of the section before is about something else: the heading between is what it leans on
             break
         block.insert(0, prev)
         head = prev
-    while block and not standalone(block[0].text):
+    if not standalone(block[0].text) and (under := _heading_over(block[0], neighbour)) is not None:
+        block[0] = replace(block[0], under=under)  # "This schedule requires ..." reads under "Interleaved Schedule"
+    while block and not standalone(block[0].text) and block[0].under is None:
         # the chain back ends on a sentence leaning on more than we carry ("This improvement ..."): the
         # quote starts after it ("For example, DeepSpeed attains 64 teraflops ..." reads alone), or, when
         # the sentence itself cannot be read alone ("It ..."), there is none
@@ -585,6 +617,8 @@ def compose(chosen: Sequence[Candidate], hits: Sequence[Hit], *, question: str =
             items.append(f"- {text.lstrip('-*•▪●◦‣ ').strip()} [{numbers[key]}]")
             continue
         flush()
+        if c.under is not None:  # the heading the sentence leans on, named as what it is: not a quote
+            text = f"Under “{for_answer(c.under)}”: {text}"
         parts.append(f"{text} [{numbers[key]}]")
     flush()
     body = "".join(p if i == 0 or p.startswith("\n") or parts[i - 1].endswith("\n") else " " + p
