@@ -102,6 +102,11 @@ def test_openings_that_only_look_like_leaning_back_stand_alone() -> None:
     assert standalone("Table 4 shows that SuperNeurons trains 12.97x deeper ResNets than Caffe.")
     assert not standalone("and the model is split across the stages.")
     assert not standalone("It uses a 64 MB fusion buffer.")
+    # a paper's run-in enumeration: the sentence is what follows the marker, which may still lean
+    assert standalone("iv) CPU overhead reduction with our Adam implementation with 6x speedup over PyTorch.")
+    assert standalone("b) DP is memory inefficient as model states are stored redundantly.")
+    assert not standalone("c) It keeps all the model states during the whole training.")
+    assert not standalone("(a) Instances with 8 1080Tis (private cluster).")  # a figure's panel
 
 
 def test_a_linking_opener_before_a_named_subject_does_not_lean() -> None:

@@ -219,6 +219,10 @@ _SELF_REFERENCE = re.compile(r"^(?:(?:For|Throughout|Within) (?:this|these)|This
 _NAME_START = re.compile(r"^[a-z][\w.]*[-_A-Z0-9.][\w.-]*\s")
 _BULLET = re.compile(r"^\s*(?:[-*•▪●◦‣]|\d{1,2}[.)])\s")
 _AND_ABOVE = re.compile(r"\b(?:and|or) above\b")
+#: A paper's run-in enumeration, "iv) CPU overhead reduction with ...", "b) DP is memory inefficient as ...": the
+#: marker opens in lower case, but what follows it is read as the sentence (it may still lean: "c) Both ..."). Not
+#: "(a) Instances with 8 1080Tis ...": a figure's panels are labelled so.
+_ENUMERATOR = re.compile(r"^(?:i{1,3}|iv|vi{0,3}|ix|x|[a-h])\)\s+(?=[A-Z])")
 #: Connectives that tie a sentence to the one before but leave it readable alone ("However, ...",
 #: "For example, ..."): quoted with the sentence before when that one is prose, else alone.
 _SOFT_LEAN = re.compile(r"^(?:However|Moreover|Furthermore|In addition|Additionally|Also|Then|As a result|Instead|"
@@ -238,8 +242,10 @@ _LINKED_NAMED = re.compile(r"^(?:However|In contrast|Moreover|Furthermore|In add
 def leans(text: str) -> bool:
     """Does the sentence lean on the one before (:func:`dmlqa.extract.sentences.leans_back`), the
     openings that only look like it (:data:`_SELF_REFERENCE`, :data:`_NAME_START`, :data:`_LINKED_NAMED`)
-    left aside? A heading glued before it is not read (:func:`heading_end`)."""
+    left aside? A heading glued before it is not read (:func:`heading_end`), nor a run-in enumerator
+    (:data:`_ENUMERATOR`)."""
     text = text[heading_end(text):]
+    text = text[m.end():] if (m := _ENUMERATOR.match(text)) else text
     t = text.lstrip("\"'“(- ")
     if _SELF_REFERENCE.match(t) or _NAME_START.match(t) or _BULLET.match(text):
         return False  # a list item opening in lower case ("- it saves up to 70% ...") is the list's way
