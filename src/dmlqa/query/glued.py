@@ -155,15 +155,22 @@ _FUNCTION_WORDS = frozenset("a an the of in on to and or is are was were be by f
                             "its we our their than".split())
 #: How many words before the label are read, and how many there must be.
 LABEL_WORDS, LABEL_MIN_WORDS = 12, 6
+#: The words prose points at a figure or table with, right before its label: "in Table 1.", "of Figure 9.", "shown
+#: as Figure 7.", "see Fig. 2.", "Table 17 and Table 18.". Any other word there ("Weak scaling is typically Table
+#: 1.", "we have substantial experience Figure 9.") is a sentence the page cut off, the label glued on at the break.
+_POINTING = frozenset("in of as on at for from and see to with by within under per like".split())
 
 
 def labelled_figure_text(text: str) -> bool:
     """Is the sentence a figure's or table's text closed by its label ("Model MemUsage OPs ... 9034 9 Table 1.",
     "Token 0 Token 1 Token 2 layer Dataset (infinite) batch Figure 2.")? The words before the label hold no function
-    word, where prose ending on a figure says "... as shown in Table 1."."""
+    word, where prose ending on a figure says "... as shown in Table 1."; or a cut sentence with the label glued on
+    (:data:`_POINTING`)."""
     m = _LABEL_AT_END.search(text)
     if m is None:
         return False
     words = text[:m.start()].split()
+    if words and words[-1].lower() not in _POINTING:
+        return True
     return len(words) >= LABEL_MIN_WORDS and not any(
         w.lower().strip(",.;:()") in _FUNCTION_WORDS for w in words[-LABEL_WORDS:])
