@@ -1042,9 +1042,32 @@ def test_a_line_deep_in_a_listing_is_quoted_under_the_sentence_over_its_block() 
     assert body == ("This example runs a parallel grid search to optimize an example objective function. [1]\n```\n…\n"
                     'print("Best config: ", analysis.get_best_config(metric="mean_loss", mode="min"))\n```')
     assert cites[0].quote.startswith("This example runs")  # not under the comment further up the code
-    # code under no sentence (a heading over it) is not quoted
+    # code under no sentence, and no named section to read it under, is not quoted
     bare = doc("Quick start\n```\nfrom ray import tune\nanalysis = tune.run(training_function)\n```")
     assert LISTING not in [r for r, _ in roles(bare)]
+
+
+def test_a_line_of_a_block_right_under_its_heading_is_quoted_under_that_heading() -> None:
+    """A README's steps are often headings over code with no sentence between ("3.4 Do forward" over
+    ``p.Forward()``): the lines are a listing, and the line a question asks for is quoted under its heading, which
+    the answer names as what it is. Without a named section (no heading to name) the lines stay unquoted code."""
+    blocks = [("3.3 Set input data to predictor", 'if err := p.SetInput("data", res); err != nil {'),
+              ("3.4 Do forward", "if err := p.Forward(); err != nil {")]
+    d = Document(doc_id="d", url="https://x.org/d", title="go-mxnet-predictor", content_type="html", blocks=tuple(
+        Block(f"{head}\n```\n{line}\npanic(err)\n}}\n```", section=head) for head, line in blocks))
+    assert [r for r, t in roles(d) if t.startswith("if err")] == [LISTING, LISTING]
+    cands = [Candidate(0, "d", o, s.text, s.role, None, section=s.section)
+             for o, s in enumerate(split_document(d)) if s.quotable]
+    by_ordinal = {c.ordinal: c for c in cands}
+    def chosen(question: str) -> list[Candidate]:
+        return choose(question, cands, np.array([0.9 if "Forward" in c.text else 0.1 for c in cands]), add_above=0.5,
+                      neighbour=lambda c, step: by_ordinal.get(c.ordinal + step))
+    hit = Hit(rank=1, score=1.0, doc_id="d", url="https://x.org/d", title="T", page=None, section=None, text="")
+    body, cites = compose(chosen("Which call does the forward pass once the input is set?"), [hit])
+    assert body == "Under “3.4 Do forward”: [1]\n```\nif err := p.Forward(); err != nil {\n```"
+    assert cites[0].quote == "if err := p.Forward(); err != nil {"  # the source's line: a reader finds it there
+    # a heading naming nothing the question asks about says nothing of why a line under it answers
+    assert chosen("Which call runs inference on the model?") == []
 
 
 def test_a_short_line_leading_into_a_code_block_announces_it() -> None:

@@ -198,6 +198,11 @@ def _heading_over(c: Candidate, neighbour: Callable[[Candidate, int], Candidate 
     return under if prev is None or prev.section != c.section else None
 
 
+def _named_under(heading: str) -> str:
+    """How an answer names the heading a quote is read under (:attr:`Candidate.under`): as a label, not a quote."""
+    return f"Under “{for_answer(heading)}”:"
+
+
 def _block(c: Candidate, question_tokens: set[str], pool: Sequence[Candidate],
            neighbour: Callable[[Candidate, int], Candidate | None], *, names: bool = False) -> list[Candidate] | None:
     """The sentences quoting ``c`` takes, in reading order, or None when it cannot be quoted readably. ``names``: the
@@ -275,10 +280,17 @@ LISTING_STEPS = 60
 def _under(c: Candidate, question_tokens: set[str], pool: Sequence[Candidate],
            neighbour: Callable[[Candidate, int], Candidate | None]) -> list[Candidate] | None:
     """A LISTING line's quote: the comment right above it in its code, or else the sentence right over the
-    block, then the line (the code between is left out). Lines of code not stored (the fence, long lines,
-    short comments) and comments over other lines are stepped over; any other stored sentence ends the search."""
+    block, then the line (the code between is left out); or the line alone, read under its section's heading,
+    for a block right under that heading ("3.4 Do forward" over ``p.Forward()``), when the heading names something
+    the question asks about: the heading is all that says what the line is for, and "Under “Examples”:" over a
+    flag says nothing of why it answers. Lines of code not stored (the fence, long lines, short comments) and
+    comments over other lines are stepped over; any other stored sentence ends the search."""
     prev = _over(c, neighbour)
-    if prev is None or prev.role not in (PROSE, ITEM) or prev.section != c.section:
+    if prev is None or prev.section != c.section:  # nothing stored over the block in its section: its heading
+        under = (c.section or "").strip().rstrip(":").strip()
+        named = under and len(under.split()) <= UNDER_WORDS and set(tokenize(under)) & question_tokens
+        return [replace(c, under=under)] if named else None
+    if prev.role not in (PROSE, ITEM):
         return None
     block = _block(prev, question_tokens, pool, neighbour)
     if block is None:
@@ -404,7 +416,7 @@ def choose(question: str, cands: Sequence[Candidate], scores: np.ndarray, *,
     words = 0
     said: list[set[str]] = []
     heads: list[int] = []  # the candidates whose blocks were taken
-    listed: set[tuple[str, int]] = set()  # the sentences a line of a listing was quoted under
+    listed: set[tuple[str, object]] = set()  # the sentences (or headings) a line of a listing was quoted under
     for i in _in_turn(rank, heads, diversity, vectors):
         c = cands[i]
         if blocks and len(taken) >= max_sentences:
@@ -417,10 +429,11 @@ def choose(question: str, cands: Sequence[Candidate], scores: np.ndarray, *,
             continue  # its block holds it: over the budget before its neighbours are read
         heading = title_like(c.text) and c.role not in QUOTED_CODE  # "Total GPUs = TP × PP × DP" is no title
         block = None if heading and not titles else _block(c, qtokens, cands, neighbour, names=titles)
-        if block is None or c.role == LISTING and (block[0].doc_id, block[0].ordinal) in listed:
+        over = None if block is None else (block[0].doc_id, block[0].under or block[0].ordinal)
+        if block is None or c.role == LISTING and over in listed:
             continue  # one line of a listing under its sentence: more would quote the code line by line
         if c.role == LISTING:
-            listed.add((block[0].doc_id, block[0].ordinal))
+            listed.add(over)
         block = [b for b in block if (b.doc_id, b.ordinal) not in taken]
         if blocks and (words + _words(block) > max_words or any(
                 b.role == ROW and x.role == ROW and b.doc_id == x.doc_id for b in block for bl in blocks for x in bl)):
@@ -588,7 +601,10 @@ def compose(chosen: Sequence[Candidate], hits: Sequence[Hit], *, question: str =
         if c.role in QUOTED_CODE:  # code is quoted as written, cited by the sentence announcing it
             if items or code and prev is not None and prev.doc_id != c.doc_id:
                 flush()  # another document's code is another block
-            if prev is not None and prev.doc_id == c.doc_id and c.ordinal - prev.ordinal > (
+            if c.under is not None:  # a line right under its heading: the heading says what it does
+                flush()
+                parts.append(f"{_named_under(c.under)} [{numbers[key]}]")
+            elif prev is not None and prev.doc_id == c.doc_id and c.ordinal - prev.ordinal > (
                     1 if prev.role in QUOTED_CODE else 2):  # the next line, or the first under the block's fence
                 code.append("…")  # lines of the listing between are left out
             code.append(" " * c.indent + c.text)  # a loop's body indented under it, as written
@@ -618,7 +634,7 @@ def compose(chosen: Sequence[Candidate], hits: Sequence[Hit], *, question: str =
             continue
         flush()
         if c.under is not None:  # the heading the sentence leans on, named as what it is: not a quote
-            text = f"Under “{for_answer(c.under)}”: {text}"
+            text = f"{_named_under(c.under)} {text}"
         parts.append(f"{text} [{numbers[key]}]")
     flush()
     body = "".join(p if i == 0 or p.startswith("\n") or parts[i - 1].endswith("\n") else " " + p
