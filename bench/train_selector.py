@@ -68,11 +68,12 @@ from sklearn.preprocessing import StandardScaler
 from dmlqa.api import KnowledgeBase
 from dmlqa.index.embed import model_dir
 from dmlqa.query.answer import AskOptions, candidate_cosines, is_follow_up, retrieve
+from dmlqa.query.compose import compose
 from dmlqa.query.evaluate import answer_words, normalize_url
 from dmlqa.query.extractive import Candidate, Pool, asked_text, gather, unindented
 from dmlqa.query.features import ASKED, FEATURES, asked_columns
 from dmlqa.query.names import unknown_names
-from dmlqa.query.quotes import choose, compose
+from dmlqa.query.quotes import choose
 from dmlqa.query.selector import Selector
 from dmlqa.query.spelling import corrected
 from dmlqa.query.topic import nearness

@@ -11,6 +11,7 @@ import pytest
 
 from dmlqa.extract.sentences import CAPTION, ITEM, LISTING, PROSE, ROW, SNIPPET
 from dmlqa.models import Hit
+from dmlqa.query.compose import compose
 from dmlqa.query.extractive import Candidate, Pool, question_terms
 from dmlqa.query.features import (
     FEATURES,
@@ -33,7 +34,7 @@ from dmlqa.query.features import (
     title_like,
 )
 from dmlqa.query.glued import heading_end
-from dmlqa.query.quotes import asks_for_resource, choose, compose
+from dmlqa.query.quotes import asks_for_resource, choose
 from dmlqa.query.selector import SelectorModelError, default_selector, load_selector
 from dmlqa.settings import BUNDLED_MODEL
 

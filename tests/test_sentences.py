@@ -25,8 +25,9 @@ from dmlqa.extract.sentences import (
 )
 from dmlqa.extract.tables import MARKDOWN_ROW_CHARS
 from dmlqa.models import Block, Citation, Document, Hit
+from dmlqa.query.compose import compose
 from dmlqa.query.extractive import Candidate, passage_candidates, question_terms
-from dmlqa.query.quotes import choose, compose
+from dmlqa.query.quotes import choose
 
 
 def doc(*blocks: str, content_type: str = "html", page: int | None = None) -> Document:

@@ -310,15 +310,12 @@ _LEADS_IN = re.compile(rf"\b(?:{LINKING}|run|execute|type|use|using)$", re.I)
 
 
 def _listings(out: list[Sentence], fences: list[int]) -> list[Sentence]:
-    """The code lines of each block (between the fences at ``fences``, in pairs) right under a prose sentence
-    or list item that no sentence announced become LISTING lines: "This example runs a parallel grid search
-    ..." says what the 20 lines under it are, and a question may ask for the one calling ``get_best_config``.
-    So do the lines of a block right under its section's heading, which names what they do ("3.4 Do forward",
-    "Install from PyPI"): a README's steps are often headings over code, with no sentence between."""
+    """The code lines no sentence announced of each block (between the fences at ``fences``, in pairs) right under
+    a prose sentence, a list item or their section's heading ("3.4 Do forward": a README's steps) become LISTING
+    lines: "This example runs a parallel grid search ..." says what the 20 lines under it are."""
     for start, end in zip(fences[::2], fences[1::2], strict=False):
-        over = out[start - 1] if start else None
-        if over is None or over.section != out[start].section or over.role not in (PROSE, ITEM) and not (
-                over.role == HEADING and over.section):  # a heading the answer can name: its section's
+        if not start or (over := out[start - 1]).section != out[start].section or \
+                over.role not in (PROSE, ITEM, HEADING) or over.role == HEADING and not over.section:
             continue
         for j in range(start + 1, end):
             line = out[j]

@@ -139,7 +139,8 @@ def extractive_answer(
     naming something no document mentions never gets here: :meth:`Asker.stream` refuses it first, see
     :mod:`dmlqa.query.names`).
     """
-    from dmlqa.query.quotes import MAX_SENTENCES, choose, compose
+    from dmlqa.query.compose import compose
+    from dmlqa.query.quotes import MAX_SENTENCES, choose
     from dmlqa.query.selector import default_selector
 
     selector = default_selector()

@@ -10,7 +10,7 @@ Three steps, each its own function:
    the answer, after measuring the candidates' cosines once more with the question as its adapter turns
    it (:meth:`Pool.adapt`); the best one's probability decides refusal
    (:func:`dmlqa.query.answer.extractive_answer`).
-3. :func:`dmlqa.query.quotes.choose` picks the quotes and :func:`dmlqa.query.quotes.compose` writes
+3. :func:`dmlqa.query.quotes.choose` picks the quotes and :func:`dmlqa.query.compose.compose` writes
    them out with their citations.
 
 Sentences are whole, from the document (never cut at a chunk boundary; see

@@ -74,7 +74,7 @@ _CAPS_LEAD = re.compile(r"^(?:\d+(?:\.\d+)*\.?\s+)?([A-Z][A-Z -]{4,})\s+[A-Z][a-
 def heading_end(text: str) -> int:
     """Where the sentence proper begins after a heading glued before it by the PDF text layer that can be
     cut off cleanly ("TECHNICAL REPORT Tip 7: ...", "5.2 Comparison to ZeRO-3 We compare ..."); 0 for none.
-    The answer quotes the sentence from there (:func:`dmlqa.query.quotes.compose`): it states what it
+    The answer quotes the sentence from there (:func:`dmlqa.query.compose.compose`): it states what it
     states, and a heading glued into a quote is no answer."""
     m = _CUT_HEADING.match(text)
     if m is None:
