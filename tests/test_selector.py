@@ -365,6 +365,8 @@ def test_a_sentence_opening_its_section_with_this_noun_is_quoted_under_its_headi
      "a pronoun, not a demonstrative"),
     ([("Setup", "Broadcast the parameters from rank 0 before training."),
       ("Plugins", "These include the Gemini plugin and the low level zero plugin for sharding.")], "a pronoun"),
+    ([("Setup", "Broadcast the parameters from rank 0 before training."),
+      ("Results", "That said, the speedup holds on every cluster we measured.")], "a linking phrase"),
     # the second sentence of its section leans on the first, not on the heading
     ([("Gemini Plugin", "Gemini manages chunks of parameters across GPU and CPU memory."),
       ("Gemini Plugin", "This plugin implements ZeRO-3 with chunk-based memory management.")], "not first"),

@@ -176,8 +176,8 @@ UNDER_WORDS = 8
 #: block under the heading, often), which the heading does not carry. A word after "This" ending in "s" is read as a
 #: verb ("This process" is lost with "This reduces"); after "These", one not ending in "s" is.
 _DEMONSTRATIVE = re.compile(r"^(?:(?:This|That) (?!(?:is|was|can|could|will|would|may|might|must|should|shall|does|"
-                            r"did|had|has|made|led|let|lets|in|on|of|to|for|with|by|from|at|as|and|or|but|not|also|"
-                            r"only|just|way)\b)[a-z][a-z-]*[a-rt-z]|(?:These|Those) (?!(?:are|were|can|could|will|"
+                            r"did|had|has|made|led|let|lets|said|in|on|of|to|for|with|by|from|at|as|and|or|but|not|"
+                            r"also|only|just|way)\b)[a-z][a-z-]*[a-rt-z]|(?:These|Those) (?!(?:are|were|can|could|will|"
                             r"would|may|might|must|should|do|did|had|has|have|include|includes)\b)[a-z][a-z-]*s)\b")
 
 
@@ -191,7 +191,7 @@ def _heading_over(c: Candidate, neighbour: Callable[[Candidate, int], Candidate 
     rest = c.text[heading_end(c.text):]
     if not under or len(under.split()) > UNDER_WORDS or ends_sentence(under) or not _DEMONSTRATIVE.match(rest):
         return None
-    if not standalone(_DEMONSTRATIVE.sub("The", rest, count=1)):
+    if not standalone("The" + rest[rest.index(" "):]):  # the determiner alone is what the heading answers
         return None  # it leans on more than its opening ("This method, as above, ...")
     prev = neighbour(c, -1)
     return under if prev is None or prev.section != c.section else None
