@@ -795,6 +795,8 @@ def test_a_sentence_pointing_elsewhere_is_marked_so_the_model_can_weigh_it() -> 
     ("The pipeline bubble shrinks as the number of micro-batches grows, shown as Figure 7.", False),
     ("This corresponds to the left-most column of Figure 9.", False),
     ("For the results, see Fig. 2.", False),
+    ("The speedups on both clusters are summarized in Table 1, Table 2.", False),  # a list of labels
+    ("The speedups on both clusters are summarized in Table 1 or Table 2.", False),
 ])
 def test_headings_glued_before_a_sentence_cut_offs_and_front_matter_are_furniture(text: str, expected: bool) -> None:
     assert furniture(text) is expected

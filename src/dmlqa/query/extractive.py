@@ -67,8 +67,8 @@ class Candidate:
     row: int | None = None  # its row in the version's sentence vectors, when stored
     section: str | None = None
     indent: int = 0  # a code line's indentation in its block: how an answer quotes it, not part of ``text``
-    #: the heading it is quoted under: the first sentence of a section leaning on its heading ("This test strong
-    #: scales ..." under "Strong Scaling Results"), which the answer names before it (:func:`dmlqa.query.quotes._block`)
+    #: the heading it is quoted under, which the answer names before it: the first sentence of a section leaning on
+    #: its heading ("This test strong scales ..." under "Strong Scaling Results"), or a code line right under it
     under: str | None = None
 
 

@@ -158,7 +158,7 @@ LABEL_WORDS, LABEL_MIN_WORDS = 12, 6
 #: The words prose points at a figure or table with, right before its label: "in Table 1.", "of Figure 9.", "shown
 #: as Figure 7.", "see Fig. 2.", "Table 17 and Table 18.". Any other word there ("Weak scaling is typically Table
 #: 1.", "we have substantial experience Figure 9.") is a sentence the page cut off, the label glued on at the break.
-_POINTING = frozenset("in of as on at for from and see to with by within under per like".split())
+_POINTING = frozenset("in of as on at for from and or see to with by within under per like".split())
 
 
 def labelled_figure_text(text: str) -> bool:
@@ -170,7 +170,8 @@ def labelled_figure_text(text: str) -> bool:
     if m is None:
         return False
     words = text[:m.start()].split()
-    if words and words[-1].lower() not in _POINTING:
+    if words and words[-1].lower() not in _POINTING and not (len(words) > 1 and re.fullmatch(
+            _FIGURE_WORD, words[-2])):  # "... in Table 1, Table 2.": a list of labels
         return True
     return len(words) >= LABEL_MIN_WORDS and not any(
         w.lower().strip(",.;:()") in _FUNCTION_WORDS for w in words[-LABEL_WORDS:])
