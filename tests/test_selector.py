@@ -358,6 +358,18 @@ def test_a_sentence_opening_its_section_with_this_noun_is_quoted_under_its_headi
     assert compose(chosen, hits)[1][0].quote == texts[1][1]  # the citation quotes the source's words alone
 
 
+def test_a_list_item_opening_its_section_with_this_noun_keeps_its_heading_in_the_list() -> None:
+    """An item split from its list without a bullet ("- This plugin ..." reads as the list's way, and stands)."""
+    cands = [Candidate(0, "d", 0, "Broadcast the parameters from rank 0 before training.", PROSE, None,
+                       section="Setup"),
+             Candidate(0, "d", 1, "This plugin implements ZeRO-3 with chunk-based memory management.", ITEM, None,
+                       section="Gemini Plugin")]
+    chosen = choose("What is it?", cands, np.array([0.1, 0.9]), neighbour=_neighbour(cands), add_above=0.5)
+    hits = [Hit(1, 0.5, "d", "https://example.org/d", "D", None, None, "", "d#0")]
+    assert compose(chosen, hits)[0] == ("- Under “Gemini Plugin”: This plugin implements ZeRO-3 with chunk-based "
+                                        "memory management. [1]")
+
+
 @pytest.mark.parametrize(("texts", "why"), [
     # "This is ..." stands for what came before the sentence (often a code block), which no heading carries
     ([("Setup", "Broadcast the parameters from rank 0 before training."),

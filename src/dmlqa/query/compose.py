@@ -153,14 +153,14 @@ def compose(chosen: Sequence[Candidate], hits: Sequence[Hit], *, question: str =
             else:
                 text = " | ".join(cells)
             header = None
+        if c.under is not None:  # the heading the sentence leans on, named as what it is: not a quote
+            text = f"{_named_under(c.under)} {text.lstrip('-*•▪●◦‣ ')}"
         if c.role in (ITEM, ROW):
             if code:
                 flush()
             items.append(f"- {text.lstrip('-*•▪●◦‣ ').strip()} [{numbers[key]}]")
             continue
         flush()
-        if c.under is not None:  # the heading the sentence leans on, named as what it is: not a quote
-            text = f"{_named_under(c.under)} {text}"
         parts.append(f"{text} [{numbers[key]}]")
     flush()
     body = "".join(p if i == 0 or p.startswith("\n") or parts[i - 1].endswith("\n") else " " + p
