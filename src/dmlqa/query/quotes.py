@@ -181,15 +181,22 @@ _DEMONSTRATIVE = re.compile(r"^(?:(?:This|That) (?!(?:is|was|can|could|will|woul
                             r"would|may|might|must|should|do|did|had|has|have|include|includes)\b)[a-z][a-z-]*s)\b")
 
 
+def _named_heading(c: Candidate) -> str | None:
+    """``c``'s section heading when an answer can name it before a quote: there is one, of :data:`UNDER_WORDS` words
+    or fewer (its colon left out)."""
+    under = (c.section or "").strip().rstrip(":").strip()
+    return under if under and len(under.split()) <= UNDER_WORDS else None
+
+
 def _heading_over(c: Candidate, neighbour: Callable[[Candidate, int], Candidate | None]) -> str | None:
     """The heading ``c`` is read under when ``c`` opens its section with a demonstrative the heading answers ("This
     schedule requires ..." first under "Interleaved Schedule", "This test strong scales ..." under "Strong Scaling
     Results"): a web page's or README's heading (a PDF's sections are not stored by name), short, no sentence. The
     answer names it before the quote (:func:`dmlqa.query.compose.compose`). None otherwise: a sentence later in
     the section leans on the one before, which the heading does not carry."""
-    under = (c.section or "").strip().rstrip(":").strip()
+    under = _named_heading(c)
     rest = c.text[heading_end(c.text):]
-    if not under or len(under.split()) > UNDER_WORDS or ends_sentence(under) or not _DEMONSTRATIVE.match(rest):
+    if under is None or ends_sentence(under) or not _DEMONSTRATIVE.match(rest):
         return None
     if not standalone("The" + rest[rest.index(" "):]):  # the determiner alone is what the heading answers
         return None  # it leans on more than its opening ("This method, as above, ...")
@@ -243,7 +250,7 @@ def _block(c: Candidate, question_tokens: set[str], pool: Sequence[Candidate],
         head = prev
     if not standalone(block[0].text) and (under := _heading_over(block[0], neighbour)) is not None:
         block[0] = replace(block[0], under=under)  # "This schedule requires ..." reads under "Interleaved Schedule"
-    while block and not standalone(block[0].text) and block[0].under is None:
+    while block and block[0].under is None and not standalone(block[0].text):
         # the chain back ends on a sentence leaning on more than we carry ("This improvement ..."): the
         # quote starts after it ("For example, DeepSpeed attains 64 teraflops ..." reads alone), or, when
         # the sentence itself cannot be read alone ("It ..."), there is none
@@ -281,9 +288,8 @@ def _under(c: Candidate, question_tokens: set[str], pool: Sequence[Candidate],
     comments over other lines are stepped over; any other stored sentence ends the search."""
     prev = _over(c, neighbour)
     if prev is None or prev.section != c.section:  # nothing stored over the block in its section: its heading
-        under = (c.section or "").strip().rstrip(":").strip()
-        named = under and len(under.split()) <= UNDER_WORDS and set(tokenize(under)) & question_tokens
-        return [replace(c, under=under)] if named else None
+        under = _named_heading(c)
+        return [replace(c, under=under)] if under and set(tokenize(under)) & question_tokens else None
     if prev.role not in (PROSE, ITEM):
         return None
     block = _block(prev, question_tokens, pool, neighbour)
