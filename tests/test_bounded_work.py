@@ -208,6 +208,22 @@ def test_a_sentence_of_20000_bracketed_lists_reads_each_by_the_words_right_befor
     assert for_answer(values) == values  # every list after "shape" stays, however far into the sentence
 
 
+def test_a_megabyte_sentence_is_read_by_the_reading_rules_whole() -> None:
+    """The run-in enumerator, the label glued onto a cut sentence and the heading a sentence is read under look at a
+    sentence's opening or its end, once: a sentence of a megabyte gets the same reading as a short one."""
+    from dmlqa.query.extractive import Candidate
+    from dmlqa.query.features import standalone
+    from dmlqa.query.glued import labelled_figure_text
+    from dmlqa.query.quotes import _heading_over
+
+    body = "the stage keeps its layers in memory " * 25_000
+    assert standalone("iv) CPU offload " + body + "until the end.")  # what follows the marker is the sentence
+    assert labelled_figure_text("Weak scaling is " + body + "typically Table 1.")  # a cut sentence, a label glued on
+    assert not labelled_figure_text("Weak scaling is " + body + "as shown in Table 1.")
+    c = Candidate(0, "d", 3, "This test runs " + body + "to the end.", "prose", None, section="Strong Scaling")
+    assert _heading_over(c, lambda c, step: None) == "Strong Scaling"
+
+
 def good_page(topic: str) -> bytes:
     return html_page(topic, [("Notes", [f"{topic} is explained here. " + prose(6)])]).encode()
 
