@@ -23,7 +23,7 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT / "src"))
 
 from dmlqa.query.answer import Asker, AskOptions  # noqa: E402
-from dmlqa.query.evaluate import answer_words, by_identity, normalize_url  # noqa: E402
+from dmlqa.query.evaluate import answer_words, by_identity, gold_identities, normalize_url  # noqa: E402
 from dmlqa.settings import load_settings  # noqa: E402
 
 
@@ -43,10 +43,12 @@ def main() -> None:
     asker.ask("warm up", AskOptions(use_llm=False))
     kw, held, words, cited, refused_ok, false_refused, latency = [], [], [], [], [], [], []
     stray = 0
+    said = {}  # answers by id: a follow-up (its "previous") is asked after the one it follows, as dmlqa eval does
     for q in questions:
         t0 = time.perf_counter()
-        a = asker.ask(q["question"], AskOptions(use_llm=False))
+        a = asker.ask(q["question"], AskOptions(use_llm=False), previous=said.get(q.get("previous") or ""))
         latency.append(time.perf_counter() - t0)
+        said[q.get("id")] = a
         numbers = {c.n for c in a.citations}
         stray += sum(1 for m in re.findall(r"\[(\d+)\]", a.answer) if int(m) not in numbers)
         if not q.get("answerable", True):
@@ -61,9 +63,10 @@ def main() -> None:
             held.append(sum(nfkc(k) in passages for k in keywords) / len(keywords))
         if not a.refused:  # as `dmlqa eval` counts: refusals left out, the [n] markers are no words
             words.append(answer_words(a.answer))
-        gold = {normalize_url(u) for u in q.get("gold_urls", [])}
-        # gold URLs name works: match their identities, not the links shown
-        cited.append(any(normalize_url(c.url) in gold for c in by_identity(a.citations, asker.searcher.pin().docs)))
+        docs = asker.searcher.pin().docs
+        gold = {normalize_url(u) for u in gold_identities(docs)(q.get("gold_urls", []))}
+        # gold URLs name works by any of their addresses: match their identities, not the links shown
+        cited.append(any(normalize_url(c.url) in gold for c in by_identity(a.citations, docs)))
     ms = sorted(1000 * x for x in latency)
     result = {
         "questions": len(questions),

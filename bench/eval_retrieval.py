@@ -19,7 +19,14 @@ import sys
 import time
 from pathlib import Path
 
-from dmlqa.query.evaluate import by_identity, first_relevant_rank, ndcg_at_k, percentile, retrieval_scores
+from dmlqa.query.evaluate import (
+    by_identity,
+    first_relevant_rank,
+    gold_identities,
+    ndcg_at_k,
+    percentile,
+    retrieval_scores,
+)
 from dmlqa.query.search import Searcher, SearchOptions
 from dmlqa.settings import load_settings
 
@@ -46,8 +53,9 @@ def dev(args: argparse.Namespace) -> None:
             t0 = time.perf_counter()
             hits = searcher.search(q["question"], SearchOptions(k=10, per_doc=True, mode=mode))
             times.append((time.perf_counter() - t0) * 1000)
-            docs = searcher.pin().docs  # gold URLs name works: match their identities, not the links shown
-            ranks.append(first_relevant_rank([h.url for h in by_identity(hits, docs)], q["gold_urls"]))
+            docs = searcher.pin().docs  # gold URLs name works by any of their addresses: match their identities
+            ranks.append(first_relevant_rank([h.url for h in by_identity(hits, docs)],
+                                             gold_identities(docs)(q["gold_urls"])))
         scores = retrieval_scores(ranks).to_json()
         scores.update({"p50_ms": round(percentile(times, 50), 2), "p95_ms": round(percentile(times, 95), 2)})
         result["modes"][mode] = scores

@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 from fake_openai import FakeOpenAI, Reply
-from test_index_search import build_index
+from test_index_search import URLS, build_index
 from typer.testing import CliRunner
 
 from dmlqa.app.cli import app
@@ -223,6 +223,67 @@ def test_cli_eval_scores_a_question_set(home: Path, tmp_path: Path) -> None:
     s = json.loads(r.stdout)
     assert s["recall@1"] == 1.0 and s["mrr"] == 1.0 and s["refusal_accuracy"] == 1.0
     assert s["citation_hit_rate"] == 1.0 and s["answerable"] == 2 and s["latency_ms_p95"] > 0
+
+
+def test_a_question_set_asks_a_follow_up_after_the_question_it_follows(home: Path, tmp_path: Path) -> None:
+    """A question with "previous" is asked after that question's answer, by ``dmlqa eval`` and ``ask --questions``
+    alike: alone, "And which trainer does it use?" is answered from Horovod and "How do I install it?" is refused."""
+    rows = [
+        {"id": "ray", "question": "What does Ray Train scale?", "gold_urls": [URLS["web:docs.ray.io/abc"]]},
+        {"id": "ray-2", "question": "And which trainer does it use?", "gold_urls": [URLS["web:docs.ray.io/abc"]],
+         "keywords": ["TorchTrainer"], "previous": "ray"},
+        {"id": "hvd", "question": "What is Horovod?", "gold_urls": [URLS["github:horovod/horovod"]]},
+        {"id": "hvd-2", "question": "How do I install it?", "gold_urls": [URLS["github:horovod/horovod"]],
+         "keywords": ["pip install horovod"], "previous": "hvd"},
+    ]
+
+    def scores(rows: list[dict], name: str) -> dict:
+        qfile = tmp_path / name
+        qfile.write_text("".join(json.dumps(r) + "\n" for r in rows))
+        r = runner.invoke(app, ["--home", str(home), "eval", "--questions", str(qfile), "--no-llm", "--json"])
+        assert r.exit_code == 0, r.output
+        return json.loads(r.stdout)
+
+    s = scores(rows, "conversations.jsonl")
+    assert (s["citation_hit_rate"], s["keyword_hit_rate"], s["false_refusal_rate"], s["follow_ups"]) == (1, 1, 0, 2)
+    alone = scores([{k: v for k, v in r.items() if k != "previous"} for r in rows], "alone.jsonl")
+    assert alone["citation_hit_rate"] == 0.5 and alone["false_refusal_rate"] == 0.25 and alone["follow_ups"] == 0
+    r = runner.invoke(app, ["--home", str(home), "ask", "--questions", str(tmp_path / "conversations.jsonl"), "--json"])
+    asked = {x["id"]: x for x in map(json.loads, r.stdout.splitlines())}
+    assert not asked["hvd-2"]["refused"] and "pip install horovod" in asked["hvd-2"]["answer"]
+
+
+def test_a_follow_up_must_follow_a_question_of_its_set(home: Path, tmp_path: Path) -> None:
+    """"previous" naming no question before it (a typo, or the conversation out of order) is one error naming
+    the file and line, before anything is asked."""
+    qfile = tmp_path / "q.jsonl"
+    for previous in ("hvd-1", "later", 3):
+        qfile.write_text(json.dumps({"id": "hvd", "question": "What is Horovod?"}) + "\n"
+                         + json.dumps({"id": "x", "question": "And how?", "previous": previous}) + "\n"
+                         + json.dumps({"id": "later", "question": "What is GPipe?"}) + "\n")
+        for cmd in ("eval", "ask"):
+            r = runner.invoke(app, ["--home", str(home), cmd, "--questions", str(qfile), "--no-llm"])
+            assert r.exit_code != 0 and r.stdout == ""
+            assert f'{qfile}:2: "previous" is {json.dumps(previous)}, the id of no question on a line before this one' \
+                in " ".join(r.output.split()), r.output
+
+
+def test_eval_matches_a_gold_url_spelling_the_address_a_document_was_fetched_from(tmp_path: Path,
+                                                                                  encoder) -> None:  # noqa: ANN001
+    """A question set may name a work by the address its text was read from (an ACM paper's /doi/pdf/ link, a
+    repository's raw README), which is not the document's identity: that is a hit, in retrieval and citations."""
+    raw = "https://raw.githubusercontent.com/horovod/horovod/master/README.rst"
+    build_index(tmp_path, encoder, fetched={"github:horovod/horovod": raw})
+    qfile = tmp_path / "q.jsonl"
+    qfile.write_text(json.dumps({"id": "1", "question": "What is Horovod?", "gold_urls": [raw]}) + "\n"
+                     + json.dumps({"id": "2", "question": "How is Horovod installed?",
+                                   "gold_urls": [URLS["github:horovod/horovod"]]}) + "\n"
+                     + json.dumps({"id": "3", "question": "What is Horovod?",
+                                   "gold_urls": ["https://horovod.ai/elsewhere"]}) + "\n")
+    r = runner.invoke(app, ["--home", str(tmp_path), "eval", "--questions", str(qfile), "--no-llm", "--json"])
+    assert r.exit_code == 0, r.output
+    s = json.loads(r.stdout)
+    assert (s["recall@1"], s["citation_hit_rate"]) == (round(2 / 3, 4), round(2 / 3, 4))  # the third names no document
 
 
 def test_ask_without_index(tmp_path: Path) -> None:

@@ -57,14 +57,17 @@ URLS = {
 }
 
 
-def make_docs_and_chunks(extra: str = "", corpus: dict | None = None) -> tuple[list[Document], list[Chunk]]:
-    """Documents of ``corpus`` (default :data:`CORPUS`) and their chunks, one per passage, as a build writes them."""
+def make_docs_and_chunks(extra: str = "", corpus: dict | None = None,
+                         fetched: dict[str, str] | None = None) -> tuple[list[Document], list[Chunk]]:
+    """Documents of ``corpus`` (default :data:`CORPUS`) and their chunks, one per passage, as a build writes them;
+    ``fetched`` gives a document the address its text was read from (by doc id; default: its identity)."""
     docs, chunks = [], []
     for doc_id, (title, kind, year, topics, passages) in (CORPUS if corpus is None else corpus).items():
         passages = passages + ([extra] if extra and doc_id.startswith("github") else [])
         blocks = tuple(Block(text=p, page=i + 1 if kind == "paper" else None) for i, p in enumerate(passages))
         doc = Document(doc_id=doc_id, url=URLS[doc_id], title=title, blocks=blocks, kind=kind, year=year,
-                       topics=topics, content_type="pdf" if kind == "paper" else "html")
+                       topics=topics, content_type="pdf" if kind == "paper" else "html",
+                       source_url=(fetched or {}).get(doc_id, ""))
         docs.append(doc)
         offset = 0
         for i, b in enumerate(blocks):
@@ -74,12 +77,14 @@ def make_docs_and_chunks(extra: str = "", corpus: dict | None = None) -> tuple[l
     return docs, chunks
 
 
-def build_index(home: Path, encoder, extra: str = "", *, sentences: bool = True) -> str:  # noqa: ANN001
+def build_index(home: Path, encoder, extra: str = "", *, sentences: bool = True,  # noqa: ANN001
+                fetched: dict[str, str] | None = None) -> str:
     """A published version of the fixture documents, with their quotable sentences and vectors as a
-    build stores them (``sentences=False``: a version from before sentences were stored)."""
+    build stores them (``sentences=False``: a version from before sentences were stored; ``fetched``: see
+    :func:`make_docs_and_chunks`)."""
     from dmlqa.extract.sentences import split_document
 
-    docs, chunks = make_docs_and_chunks(extra)
+    docs, chunks = make_docs_and_chunks(extra, fetched=fetched)
     vecs = embed_texts([dense_text(c.title, c.section, c.text) for c in chunks], encoder).vectors
     meta = {"model": "bundled:all-MiniLM-L6-v2", "encoder": "onnx-int8", "encoder_key": encoder.key,
             "resources": len(docs), "failed": []}

@@ -404,11 +404,12 @@ class KnowledgeBase:
     def ask_file(self, questions: PathLike, *, use_llm: bool = True, what: str = "questions",
                  **filters: Any) -> Iterator[tuple[str, Answer]]:
         """Answer every question of a JSON Lines file of ``{"id", "question"}``: ``(id, answer)`` pairs; the
-        whole file is read (and a bad one refused, ``what`` naming it) before the first answer."""
-        from dmlqa.query.batch import read_question_file
+        whole file is read (and a bad one refused, ``what`` naming it) before the first answer. A question
+        with ``"previous"`` (the id of one before it) is a follow-up, asked after that question's answer."""
+        from dmlqa.query.batch import ask_in_turn, read_question_file
 
-        items = read_question_file(questions, what)
-        return ((q.id, self.ask(q.question, use_llm=use_llm, **filters)) for q in items)
+        return ((q.id, a) for q, a in ask_in_turn(read_question_file(questions, what), lambda text, previous: self.ask(
+            text, previous=previous, use_llm=use_llm, **filters)))
 
     def related(self, target: str | Sequence[str], k: int = 10, *, since: int | None = None,
                 kinds: Sequence[str] = (), include_undated: bool = False) -> RelatedResult:

@@ -10,15 +10,16 @@ from __future__ import annotations
 
 import json
 import os
-from collections.abc import Sequence
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
 from dmlqa.errors import InputFileError, SettingsError
 from dmlqa.index.versions import IndexVersion
+from dmlqa.models import Answer
 from dmlqa.query.answer import LLM_UNAVAILABLE, Asker, AskOptions
-from dmlqa.query.evaluate import EvalQuestion, by_identity, read_questions, score_answers
+from dmlqa.query.evaluate import EvalQuestion, by_identity, gold_identities, read_questions, score_answers
 from dmlqa.query.limits import length_problem
 from dmlqa.query.llm import LLMError
 from dmlqa.textsafe import replace_lone_surrogates
@@ -99,11 +100,25 @@ def evaluate(asker: Asker, questions: Sequence[EvalQuestion], *, llm: bool | Non
     warm = asker.ask(first, options, version=version)
     if backend != "extractive" and LLM_UNAVAILABLE in (warm.notice or ""):
         raise LLMError(f"the LLM backend failed on a first question: {warm.notice}")
-    answers = [asker.ask(q.question, options, version=version) for q in questions]
-    # gold URLs name works, not the addresses their texts came from: score on the identities
+    answers = [a for _, a in ask_in_turn(questions, lambda text, previous: asker.ask(
+        text, options, previous=previous, version=version))]
+    # gold URLs name works, by any of their addresses: score on the identities
     scored = [replace(a, retrieved=tuple(by_identity(a.retrieved, version.docs)),
                       citations=tuple(by_identity(a.citations, version.docs))) for a in answers]
-    scores = score_answers(questions, scored, backend=backend)
+    identify = gold_identities(version.docs)
+    scores = score_answers([replace(q, gold_urls=identify(q.gold_urls)) for q in questions], scored, backend=backend)
+    scores["follow_ups"] = sum(q.previous is not None for q in questions)
     scores["backend"] = backend
     scores["retrieval"] = mode
     return scores
+
+
+def ask_in_turn(questions: Sequence[EvalQuestion],
+                ask: Callable[[str, Answer | None], Answer]) -> Iterator[tuple[EvalQuestion, Answer]]:
+    """Each question with its answer by ``ask(text, previous answer)``, in order. A follow-up (its ``previous``
+    set) is asked after the answer to the question it follows, as the chat asks it: alone, "And how do I install
+    it?" has no subject."""
+    said: dict[str, Answer] = {}
+    for q in questions:
+        said[q.id] = ask(q.question, said.get(q.previous or ""))
+        yield q, said[q.id]

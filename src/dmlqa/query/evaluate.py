@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import math
 import re
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, replace
 from typing import Any, TypeVar
 
@@ -55,6 +55,21 @@ def by_identity(items: Sequence[_Item], docs: Mapping[str, Any]) -> list[_Item]:
     document it lacks keeps its URL.
     """
     return [replace(x, url=docs[x.doc_id].url) if x.doc_id in docs else x for x in items]
+
+
+def gold_identities(docs: Mapping[str, Any]) -> Callable[[Iterable[str]], tuple[str, ...]]:
+    """A map of gold URLs onto the canonical URLs of the documents they name (what :func:`by_identity` puts
+    on hits and citations), for the documents of ``docs`` (``IndexVersion.docs``).
+
+    A gold URL may spell a document by its identity, by an address a list gave for it (its aliases), or by
+    the address its text was fetched from and users are shown: an ACM paper's ``/doi/pdf/`` link names the
+    work whose identity is ``/doi/``. A URL no document answers to stays as it is.
+    """
+    names: dict[str, str] = {}
+    for d in docs.values():
+        for name in (d.source_url, *d.aliases, d.url):  # the identity last: it wins a name two records share
+            names[normalize_url(name)] = d.url
+    return lambda urls: tuple(names.get(normalize_url(u), u) for u in urls)
 
 
 @dataclass(frozen=True)
@@ -105,6 +120,9 @@ class EvalQuestion:
     gold_urls: tuple[str, ...]
     answerable: bool
     keywords: tuple[str, ...]
+    #: the id of the question this one follows in a conversation ("And what about stage 3?"): it is asked after
+    #: that question's answer, as the chat asks it, not alone
+    previous: str | None = None
 
 
 def read_questions(lines: Iterable[str], source: str = "questions") -> list[EvalQuestion]:
@@ -114,6 +132,7 @@ def read_questions(lines: Iterable[str], source: str = "questions") -> list[Eval
     from dmlqa.query.limits import length_problem
 
     out: list[EvalQuestion] = []
+    seen: set[str] = set()
     for n, line in enumerate(lines, start=1):
         if not line.strip():
             continue
@@ -127,10 +146,17 @@ def read_questions(lines: Iterable[str], source: str = "questions") -> list[Eval
             raise InputFileError(f"{source}:{n}: the question is empty")
         if (too_long := length_problem(rec["question"], "question")) is not None:
             raise InputFileError(f"{source}:{n}: {too_long}")
+        previous = rec.get("previous")
+        if previous is not None and (not isinstance(previous, str) or previous not in seen):
+            # a conversation is asked in file order: what a follow-up leans on must have been asked before it
+            raise InputFileError(f'{source}:{n}: "previous" is {json.dumps(previous)}, the id of no question '
+                                 "on a line before this one")
+        qid = replace_lone_surrogates(str(rec.get("id", n)))
+        seen.add(qid)
         out.append(EvalQuestion(
-            id=replace_lone_surrogates(str(rec.get("id", n))), question=replace_lone_surrogates(rec["question"]),
-            gold_urls=tuple(rec.get("gold_urls") or ()),
+            id=qid, question=replace_lone_surrogates(rec["question"]), gold_urls=tuple(rec.get("gold_urls") or ()),
             answerable=bool(rec.get("answerable", True)), keywords=tuple(rec.get("keywords") or ()),
+            previous=previous,
         ))
     return out
 
