@@ -241,6 +241,8 @@ def test_names_the_index_holds_are_not_refused(version: IndexVersion, question: 
     ("Can I fine-tune a model on Ray with axolotl?", "axolotl"),  # rare English where the tool is named
     ("What does the 2F2B schedule change?", "2F2B"),  # capitals and digits in turn: a name
     ("What does torch.distributed.pipelining split?", "torch.distributed.pipelining"),  # a module path
+    # "multi-" before a word the index knows is English ("multi-Megatron"); capitalised, it is part of a name
+    ("How do I share GPUs with Multi-Cluster GPU slices?", "Multi-Cluster GPU"),
 ])
 def test_names_no_document_mentions_are_refused(version: IndexVersion, question: str, missing: str) -> None:
     assert names(version, question) == [missing]

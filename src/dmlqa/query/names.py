@@ -408,9 +408,9 @@ def _mentioned(evidence: Evidence, name: str) -> bool:
         if (head and len(tail) >= 4 and tail.islower() and english_word(tail, limit=1 << 30) and word_known(head)
                 and (not head.islower() or english_word(head))):
             return True
-        # "non-Module", "multi-Megatron": an English prefix before a known name
+        # "non-Module", "multi-Megatron": a lower-case English prefix before a known name ("Multi-Instance": a name)
         prefix, _, rest = w.partition("-")
-        if prefix.lower() in _NAME_PREFIXES and bool(rest) and word_known(rest):
+        if prefix in _NAME_PREFIXES and bool(rest) and word_known(rest):
             return True
         # "Dask-on-Ray", "Keras-on-Spark": names joined by a small word, each a name the index knows
         parts = w.split("-")
