@@ -55,3 +55,36 @@ def test_answer_checks_for_llm_and_extractive_scores() -> None:
     early = Answer(question="q", answer="The knowledge base has nothing on this.", citations=(), backend="extractive",
                    refused=True, notice="no passage is about this question")
     assert score_answers(questions, [good, early], backend="llm:m")["fallbacks"] == 0
+
+
+def test_gold_urls_map_onto_the_identity_of_the_document_they_name() -> None:
+    """A gold URL may spell a document by its identity, a list's alias or the address its text was fetched
+    from; an empty one (or one no document answers to) names nothing, though a record read from a file has
+    no fetched address either."""
+    from dmlqa.index.versions import DocRecord
+    from dmlqa.query.evaluate import gold_identities
+
+    def record(doc_id: str, url: str, source_url: str, aliases: tuple[str, ...] = ()) -> DocRecord:
+        return DocRecord(doc_id, url, source_url, "t", "paper", "pdf", (), None, None, (), False, 1, 0, aliases)
+
+    identify = gold_identities({
+        "doi:10.1145/1": record("doi:10.1145/1", "https://dl.acm.org/doi/10.1145/1", "https://dl.acm.org/doi/pdf/10.1145/1",
+                                ("https://dl.acm.org/doi/abs/10.1145/1",)),
+        "jsonl:x": record("jsonl:x", "https://example.org/x", "notes.jsonl#3"),
+        "jsonl:y": record("jsonl:y", "https://example.org/y", ""),
+    })
+    assert identify(["http://dl.acm.org/doi/pdf/10.1145/1/", "https://dl.acm.org/doi/abs/10.1145/1",
+                     "https://www.dl.acm.org/doi/10.1145/1"]) == ("https://dl.acm.org/doi/10.1145/1",) * 3
+    assert identify(["", "https://example.org/other", "https://example.org/y"]) == (
+        "", "https://example.org/other", "https://example.org/y")
+
+
+def test_a_follow_up_may_name_an_id_written_with_a_lone_surrogate() -> None:
+    """Ids are mended as text (a lone surrogate replaced); "previous" is mended the same way, so it still names
+    the question before it."""
+    from dmlqa.query.evaluate import read_questions
+
+    lines = ['{"id": "a\\ud800", "question": "What is ZeRO?"}',
+             '{"id": "b", "question": "And stage 3?", "previous": "a\\ud800"}']
+    first, second = read_questions(lines)
+    assert second.previous == first.id == "a\ufffd"

@@ -68,7 +68,8 @@ def gold_identities(docs: Mapping[str, Any]) -> Callable[[Iterable[str]], tuple[
     names: dict[str, str] = {}
     for d in docs.values():
         for name in (d.source_url, *d.aliases, d.url):  # the identity last: it wins a name two records share
-            names[normalize_url(name)] = d.url
+            if name:  # a record read from a file has no fetched address: "" names nothing
+                names[normalize_url(name)] = d.url
     return lambda urls: tuple(names.get(normalize_url(u), u) for u in urls)
 
 
@@ -147,6 +148,7 @@ def read_questions(lines: Iterable[str], source: str = "questions") -> list[Eval
         if (too_long := length_problem(rec["question"], "question")) is not None:
             raise InputFileError(f"{source}:{n}: {too_long}")
         previous = rec.get("previous")
+        previous = replace_lone_surrogates(previous) if isinstance(previous, str) else previous  # as the ids are
         if previous is not None and (not isinstance(previous, str) or previous not in seen):
             # a conversation is asked in file order: what a follow-up leans on must have been asked before it
             raise InputFileError(f'{source}:{n}: "previous" is {json.dumps(previous)}, the id of no question '
