@@ -88,3 +88,30 @@ def test_a_follow_up_may_name_an_id_written_with_a_lone_surrogate() -> None:
              '{"id": "b", "question": "And stage 3?", "previous": "a\\ud800"}']
     first, second = read_questions(lines)
     assert second.previous == first.id == "a\ufffd"
+
+
+def test_a_question_set_is_asked_in_turn_keeping_only_the_answers_followed() -> None:
+    """Each follow-up gets the answer to the question it names; the others are asked with none, and no answer
+    is kept that no later question follows (``ask --questions`` streams a file of any length)."""
+    from dmlqa.models import Answer
+    from dmlqa.query.batch import ask_in_turn
+    from dmlqa.query.evaluate import read_questions
+
+    lines = ['{"id": "a", "question": "What is ZeRO?"}', '{"id": "b", "question": "And stage 3?", "previous": "a"}',
+             '{"id": "c", "question": "What is GPipe?"}', '{"id": "d", "question": "Why?", "previous": "c"}',
+             '{"id": "e", "question": "What is Horovod?"}']
+    heard: list[tuple[str, str | None]] = []
+
+    def ask(text: str, previous: Answer | None) -> Answer:
+        heard.append((text, previous.question if previous else None))
+        return Answer(question=text, answer=f"about {text}", citations=(), backend="extractive", refused=False)
+
+    turns = ask_in_turn(read_questions(lines), ask)
+    ids, kept = [], []
+    for q, a in turns:
+        assert a.question == q.question
+        ids.append(q.id)
+        kept.append(set(turns.gi_frame.f_locals["said"]))  # the answers held while the set is asked
+    assert ids == ["a", "b", "c", "d", "e"] and kept[-1] == {"a", "c"}
+    assert heard == [("What is ZeRO?", None), ("And stage 3?", "What is ZeRO?"), ("What is GPipe?", None),
+                     ("Why?", "What is GPipe?"), ("What is Horovod?", None)]

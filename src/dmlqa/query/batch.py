@@ -117,8 +117,12 @@ def ask_in_turn(questions: Sequence[EvalQuestion],
                 ask: Callable[[str, Answer | None], Answer]) -> Iterator[tuple[EvalQuestion, Answer]]:
     """Each question with its answer by ``ask(text, previous answer)``, in order. A follow-up (its ``previous``
     set) is asked after the answer to the question it follows, as the chat asks it: alone, "And how do I install
-    it?" has no subject."""
+    it?" has no subject. Only the answers a later question follows are kept: ``dmlqa ask --questions`` streams
+    a file of any length."""
+    followed = {q.previous for q in questions if q.previous is not None}
     said: dict[str, Answer] = {}
     for q in questions:
-        said[q.id] = ask(q.question, said.get(q.previous or ""))
-        yield q, said[q.id]
+        answer = ask(q.question, said.get(q.previous or ""))
+        if q.id in followed:
+            said[q.id] = answer
+        yield q, answer
