@@ -530,6 +530,12 @@ def test_a_question_asking_which_resource_gets_the_sources_name_first() -> None:
     for q in ("Is there a way to simulate a cluster of edge devices on one machine?",
               "How does the framework simulate a cluster of edge devices?"):
         assert compose(cands, [hit], question=q)[0].startswith("Nerlnet simulates"), q
+    # a question naming the source itself asks for something of it: its title is no answer ("Which library shipped
+    # with Ray ...?" is answered by Ray Tune, not "Ray")
+    ray = replace(hit, title="Ray")
+    assert compose(cands, [ray], question="Which library shipped with Ray simulates edge devices?")[0].startswith(
+        "Nerlnet simulates")
+    assert compose(cands, [ray], question="Which library simulates edge devices?")[0].startswith("Ray [1]:")
 
 
 def test_which_paper_is_answered_by_a_title_only_when_the_source_is_a_paper() -> None:

@@ -14,6 +14,7 @@ from collections.abc import Sequence
 from dmlqa.extract.quoting import for_answer
 from dmlqa.extract.sentences import ITEM, LISTING, PROSE, QUOTED_CODE, ROW
 from dmlqa.extract.tables import markdown_cells, row_parts
+from dmlqa.index.lexical import tokenize
 from dmlqa.models import Citation, Hit
 from dmlqa.query.extractive import Candidate
 from dmlqa.query.glued import heading_end
@@ -34,6 +35,13 @@ def _asked_kind_fits(asked: str, kind: str) -> bool:
     links whose entry names the paper (the entry says the name). Anything for "which framework/system/method
     ...?": a paper names one as well as a repository does."""
     return _ASKS_PAPER.search(asked) is None or kind == "paper"
+
+
+def _named_in(title: str, question: str) -> bool:
+    """Does the question itself name the source by its title ("the library that comes bundled with Horovod")?
+    Then the title is what the asked-for thing belongs to, not its name."""
+    words = tokenize(title)
+    return bool(words) and set(words) <= set(tokenize(question))
 
 
 def _display_title(title: str) -> str:
@@ -104,7 +112,8 @@ def compose(chosen: Sequence[Candidate], hits: Sequence[Hit], *, question: str =
             code.clear()
 
     asked = asked_resource(question)
-    if chosen and asked is not None and _asked_kind_fits(asked, by_doc[chosen[0].doc_id].kind):
+    if (chosen and asked is not None and _asked_kind_fits(asked, by_doc[chosen[0].doc_id].kind)
+            and not _named_in(_display_title(by_doc[chosen[0].doc_id].title), question)):
         top = chosen[0]
         numbers[(top.doc_id, top.page)] = 1
         parts.append(f"{_display_title(by_doc[top.doc_id].title)} [1]:")
