@@ -20,6 +20,9 @@ from dmlqa.query.extractive import Candidate
 from dmlqa.query.glued import heading_end
 from dmlqa.query.quotes import ANNOUNCED_STEPS, asked_resource, opens_in_english
 
+#: What a list item's text may open with before its words: its bullet, written again as "- " in the answer.
+_BULLETS = "-*•▪●◦‣ "
+
 
 def _named_under(heading: str) -> str:
     """How an answer names the heading a quote is read under (:attr:`Candidate.under`): as a label, not a quote."""
@@ -112,11 +115,11 @@ def compose(chosen: Sequence[Candidate], hits: Sequence[Hit], *, question: str =
             code.clear()
 
     asked = asked_resource(question)
-    if (chosen and asked is not None and _asked_kind_fits(asked, by_doc[chosen[0].doc_id].kind)
-            and not _named_in(_display_title(by_doc[chosen[0].doc_id].title), question)):
-        top = chosen[0]
-        numbers[(top.doc_id, top.page)] = 1
-        parts.append(f"{_display_title(by_doc[top.doc_id].title)} [1]:")
+    source = by_doc[chosen[0].doc_id] if chosen and asked is not None else None
+    if source is not None and _asked_kind_fits(asked, source.kind) and not _named_in(
+            title := _display_title(source.title), question):
+        numbers[(chosen[0].doc_id, chosen[0].page)] = 1
+        parts.append(f"{title} [1]:")
     said: set[str] = set()
     header: list[str] | None = None  # a table's header row, read with the row quoted after it
     for i, c in enumerate(chosen):
@@ -163,11 +166,11 @@ def compose(chosen: Sequence[Candidate], hits: Sequence[Hit], *, question: str =
                 text = " | ".join(cells)
             header = None
         if c.under is not None:  # the heading the sentence leans on, named as what it is: not a quote
-            text = f"{_named_under(c.under)} {text.lstrip('-*•▪●◦‣ ')}"
+            text = f"{_named_under(c.under)} {text.lstrip(_BULLETS)}"
         if c.role in (ITEM, ROW):
             if code:
                 flush()
-            items.append(f"- {text.lstrip('-*•▪●◦‣ ').strip()} [{numbers[key]}]")
+            items.append(f"- {text.lstrip(_BULLETS).strip()} [{numbers[key]}]")
             continue
         flush()
         parts.append(f"{text} [{numbers[key]}]")
