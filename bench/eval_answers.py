@@ -44,6 +44,8 @@ def main() -> None:
     kw, held, words, cited, refused_ok, false_refused, latency = [], [], [], [], [], [], []
     stray = 0
     said = {}  # answers by id: a follow-up (its "previous") is asked after the one it follows, as dmlqa eval does
+    docs = asker.searcher.pin().docs
+    identify = gold_identities(docs)  # gold URLs name works by any of their addresses: match their identities
     for q in questions:
         t0 = time.perf_counter()
         a = asker.ask(q["question"], AskOptions(use_llm=False), previous=said.get(q.get("previous") or ""))
@@ -63,9 +65,7 @@ def main() -> None:
             held.append(sum(nfkc(k) in passages for k in keywords) / len(keywords))
         if not a.refused:  # as `dmlqa eval` counts: refusals left out, the [n] markers are no words
             words.append(answer_words(a.answer))
-        docs = asker.searcher.pin().docs
-        gold = {normalize_url(u) for u in gold_identities(docs)(q.get("gold_urls", []))}
-        # gold URLs name works by any of their addresses: match their identities, not the links shown
+        gold = {normalize_url(u) for u in identify(q.get("gold_urls", []))}
         cited.append(any(normalize_url(c.url) in gold for c in by_identity(a.citations, docs)))
     ms = sorted(1000 * x for x in latency)
     result = {

@@ -47,15 +47,15 @@ def dev(args: argparse.Namespace) -> None:
     searcher = Searcher(load_settings(args.home))
     searcher.search("warm up")  # load model and index before timing
     result: dict = {"questions": len(answerable), "modes": {}}
+    docs = searcher.pin().docs
+    identify = gold_identities(docs)  # gold URLs name works by any of their addresses: match their identities
     for mode in MODES:
         ranks, times = [], []
         for q in answerable:
             t0 = time.perf_counter()
             hits = searcher.search(q["question"], SearchOptions(k=10, per_doc=True, mode=mode))
             times.append((time.perf_counter() - t0) * 1000)
-            docs = searcher.pin().docs  # gold URLs name works by any of their addresses: match their identities
-            ranks.append(first_relevant_rank([h.url for h in by_identity(hits, docs)],
-                                             gold_identities(docs)(q["gold_urls"])))
+            ranks.append(first_relevant_rank([h.url for h in by_identity(hits, docs)], identify(q["gold_urls"])))
         scores = retrieval_scores(ranks).to_json()
         scores.update({"p50_ms": round(percentile(times, 50), 2), "p95_ms": round(percentile(times, 95), 2)})
         result["modes"][mode] = scores
