@@ -377,7 +377,8 @@ def answer_text(it: Item, scores: np.ndarray, add_above: float, max_words: int,
                 read_on: int, diversity: float = 0.0) -> tuple[str, int, set[str]]:
     """The answer's text, its length in words and the (normalised) addresses it cites."""
     chosen = choose(it.q["question"], it.pool.candidates, scores, neighbour=it.pool.neighbour, add_above=add_above,
-                    max_words=max_words, read_on=read_on, diversity=diversity, vectors=it.vectors.__getitem__)
+                    max_words=max_words, read_on=read_on, diversity=diversity, vectors=it.vectors.__getitem__,
+                    titles={h.doc_id: h.title for h in it.pool.sources})
     if not chosen:
         return "", 0, set()
     body, citations = compose(chosen, it.pool.sources, question=it.q["question"])

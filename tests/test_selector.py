@@ -685,6 +685,31 @@ def test_a_listing_line_is_quoted_under_the_sentence_over_its_block_unless_it_in
                                                   np.array([0.2, 0.9]), neighbour=_neighbour(indexed))]
 
 
+def test_a_listing_line_is_read_under_its_heading_only_for_words_beyond_its_documents_title() -> None:
+    """A code block right under a heading is quoted under it when the heading names something asked about; a word
+    the heading shares with the page's title ("mxnet" in every heading of the MXNet Go bindings' README) says
+    nothing of why the line answers, and the line labelled by it alone is not quoted."""
+    cands = [Candidate(0, "d", 0, "go-mxnet-predictor is go binding for mxnet c_predict_api.", PROSE, None,
+                       section="go-mxnet-predictor"),
+             Candidate(0, "d", 1, "cd /root/MXNet/mxnet && make -j2", LISTING, None, section="1.2 Get mxnet and build"),
+             Candidate(0, "d", 2, "p.Forward()", LISTING, None, section="3.4 Do forward")]
+
+    def neighbour(c: Candidate, step: int) -> Candidate | None:
+        return next((x for x in cands if x.ordinal == c.ordinal + step), None)
+
+    titles = {"d": "go-mxnet-predictor: Go binding for MXNet c_predict_api"}
+    scores = np.array([0.5, 0.9, 0.1])
+    asked = "At which venue was the original MXNet paper published?"
+    # without the titles, "mxnet" labels the build command; with them, it is left out
+    assert [c.ordinal for c in choose(asked, cands, scores, neighbour=neighbour, add_above=0.05)] == [1, 0]
+    chosen = choose(asked, cands, scores, neighbour=neighbour, add_above=0.05, titles=titles)
+    assert [c.ordinal for c in chosen] == [0]
+    # a heading word beyond the title ("forward") still labels its line
+    chosen = choose("How do I run the forward pass with go-mxnet-predictor?", cands, np.array([0.5, 0.1, 0.9]),
+                    neighbour=neighbour, add_above=0.05, titles=titles)
+    assert [(c.ordinal, c.under) for c in chosen] == [(2, "3.4 Do forward"), (0, None)]
+
+
 def test_a_listing_line_under_the_lead_follows_the_lead_not_the_reading_order() -> None:
     """The lead "Run the following commands ...:" and its command, too long to be announced, were parted by a
     sentence from higher up the page (the rest is in reading order): the command read as the other's."""
