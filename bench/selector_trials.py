@@ -22,6 +22,7 @@ import argparse
 import functools
 import json
 import pickle
+import re
 import sys
 import tempfile
 from collections.abc import Callable
@@ -189,6 +190,84 @@ def _title_columns(it: ts.Item) -> np.ndarray:
 
 
 #: name -> (model, a change of each item's feature matrix or None, which labels it is fitted on)
+def _support_columns(it: ts.Item) -> np.ndarray:
+    """How far the other near sentences repeat what a candidate adds to the question (an answer stated twice is more
+    likely the answer): per candidate, the share of its terms outside the question that occur in the other
+    candidates among the :data:`SUPPORT_TOP` nearest by cosine, and the same share among those of other documents."""
+    from dmlqa.index.lexical import tokenize
+
+    cands = it.pool.candidates
+    asked = set(tokenize(it.q["question"]))
+    toks = [set(t) - asked for t in (it.pool.tokens or [tokenize(c.text) for c in cands])]
+    top = np.argsort(-np.asarray(it.pool.cosines))[:SUPPORT_TOP].tolist()
+    out = np.zeros((len(cands), 2))
+    for i, own in enumerate(toks):
+        if not own:
+            continue
+        others = [j for j in top if j != i]
+        near = set().union(*(toks[j] for j in others)) if others else set()
+        far = set().union(*(toks[j] for j in others if cands[j].doc_id != cands[i].doc_id)) if others else set()
+        out[i] = (len(own & near) / len(own), len(own & far) / len(own))
+    return out
+
+
+SUPPORT_TOP = 10
+
+
+def _novelty_columns(it: ts.Item) -> np.ndarray:
+    """What a candidate says beyond the question: the share of its terms the question does not hold, and their
+    count (log): a sentence restating the question holds none."""
+    from dmlqa.index.lexical import tokenize
+
+    asked = set(tokenize(it.q["question"]))
+    toks = it.pool.tokens or [tokenize(c.text) for c in it.pool.candidates]
+    out = np.zeros((len(it.pool.candidates), 2))
+    for i, t in enumerate(toks):
+        new = [w for w in t if w not in asked]
+        out[i] = (len(new) / len(t) if t else 0.0, np.log1p(len(set(new))))
+    return out
+
+
+_NUM = r"\d[\d.,]*\s*"
+#: What a numeric question measures, by its words, and the figure with its unit a sentence stating one holds.
+_UNITS = [
+    (re.compile(r"(?i)\bmemory|\bram\b|\bstorage|\bcapacity|\bgib?\b|\bgb\b"),
+     re.compile(_NUM + r"(?:[KMGT]i?B|bytes?)\b")),
+    (re.compile(r"(?i)\bhow long\b|\bhow much time\b|\btime\b|\blatency|\bduration|\bseconds?\b|\bminutes?\b|"
+                r"\bhours?\b"),
+     re.compile(r"(?i)" + _NUM + r"(?:ms|µs|us|s|sec|secs|seconds?|minutes?|mins?|hours?|hrs?|days?|weeks?)\b")),
+    (re.compile(r"(?i)\bfaster\b|\bspeed-?ups?\b|\bhow many times\b|\bx\b|\bslower\b|\bimprove"),
+     re.compile(r"(?i)" + _NUM + r"(?:×|x\b|times\b)|" + _NUM + "%")),
+    (re.compile(r"(?i)\bpercent|\bpercentage|\bfraction\b|\bshare\b|\butili[sz]ation|\bmfu\b|\befficiency|\baccuracy"),
+     re.compile(_NUM + r"%|(?i:" + _NUM + r"percent)")),
+    (re.compile(r"(?i)\bhow (?:big|large)\b|\bparameters?\b|\bmodel size"),
+     re.compile(r"(?i)" + _NUM + r"(?:[MBT]\b|billion|million|trillion)|" + _NUM + r"(?:B|M)-param")),
+    (re.compile(r"(?i)\bbandwidth|\bgbps\b|\bnetwork speed"),
+     re.compile(r"(?i)" + _NUM + r"(?:[GMT]b(?:it)?/?p?s|[GMT]B/s|Gbps)")),
+    (re.compile(r"(?i)\bflops\b|\bthroughput\b|\bteraflops|\bpetaflops"),
+     re.compile(r"(?i)" + _NUM + r"(?:[TPG]FLOPs?|(?:tera|peta|giga)-?flops|tokens?/s|samples?/s|images?/s)")),
+]
+_HOW_MANY = re.compile(r"(?i)\bhow many ([a-z][\w-]*)")
+
+
+def _unit_columns(it: ts.Item) -> np.ndarray:
+    """Whether a numeric question's measure is stated: the question asks how much memory, time, speed-up, share,
+    size, bandwidth or throughput (or how many of something), and the candidate holds a figure with that unit (or
+    that noun); and whether it asks one and the candidate holds none."""
+    q = it.q["question"]
+    asked = [unit for words, unit in _UNITS if words.search(q)]
+    if (m := _HOW_MANY.search(q)) is not None:
+        noun = re.escape(m.group(1).rstrip("s"))
+        asked.append(re.compile(r"(?i)" + _NUM + r"(?:[\w-]+\s+){0,2}" + noun + r"|\b" + noun + r"s?\s*[:=]\s*\d"))
+    out = np.zeros((len(it.pool.candidates), 2))
+    if not asked:
+        return out
+    for i, c in enumerate(it.pool.candidates):
+        hit = any(u.search(c.text) for u in asked)
+        out[i] = (float(hit), float(not hit))
+    return out
+
+
 TRIALS: dict[str, tuple[Callable[[], object], Callable[[ts.Item, np.ndarray], np.ndarray] | None, str]] = {
     "lr": (Logistic, None, "both"),
     "gbt": (Trees, None, "both"),
@@ -201,6 +280,12 @@ TRIALS: dict[str, tuple[Callable[[], object], Callable[[ts.Item, np.ndarray], np
     "pairs": (Logistic, lambda it, x: _pairs(x), "both"),
     "within-pool": (Logistic, lambda it, x: _within_pool(x), "both"),
     "doc-title": (Logistic, lambda it, x: np.hstack([x, _title_columns(it)]), "both"),
+    "support": (Logistic, lambda it, x: np.hstack([x, _support_columns(it)]), "both"),
+    "novelty": (Logistic, lambda it, x: np.hstack([x, _novelty_columns(it)]), "both"),
+    "all-three": (Logistic, lambda it, x: np.hstack([x, _support_columns(it), _unit_columns(it), _novelty_columns(it)]),
+                  "both"),
+    "units": (Logistic, lambda it, x: np.hstack([x, _unit_columns(it)]), "both"),
+    "support-units": (Logistic, lambda it, x: np.hstack([x, _support_columns(it), _unit_columns(it)]), "both"),
     "evidence-labels": (Logistic, None, "evidence"),
     "key-term-labels": (Logistic, None, "key term"),
 }
