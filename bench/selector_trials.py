@@ -228,6 +228,15 @@ def _novelty_columns(it: ts.Item) -> np.ndarray:
     return out
 
 
+
+def _by_kind(it: ts.Item, x: np.ndarray) -> np.ndarray:
+    """The features again for each kind of answer the question asks for (number, name, code, comparison; the
+    columns of the kinds it does not ask for are 0): a weight per kind, where one set of weights serves all."""
+    from dmlqa.query.features import asked_kinds
+
+    kinds = asked_kinds(it.q["question"])
+    return np.hstack([x] + [x * (k in kinds) for k in ("number", "name", "code", "compare")])
+
 _NUM = r"\d[\d.,]*\s*"
 #: What a numeric question measures, by its words, and the figure with its unit a sentence stating one holds.
 _UNITS = [
@@ -284,6 +293,8 @@ TRIALS: dict[str, tuple[Callable[[], object], Callable[[ts.Item, np.ndarray], np
     "novelty": (Logistic, lambda it, x: np.hstack([x, _novelty_columns(it)]), "both"),
     "all-three": (Logistic, lambda it, x: np.hstack([x, _support_columns(it), _unit_columns(it), _novelty_columns(it)]),
                   "both"),
+    "by-kind": (Logistic, _by_kind, "both"),
+    "by-kind-c0.03": (functools.partial(Logistic, 0.03), _by_kind, "both"),
     "units": (Logistic, lambda it, x: np.hstack([x, _unit_columns(it)]), "both"),
     "support-units": (Logistic, lambda it, x: np.hstack([x, _support_columns(it), _unit_columns(it)]), "both"),
     "evidence-labels": (Logistic, None, "evidence"),
