@@ -189,7 +189,10 @@ def _title_columns(it: ts.Item) -> np.ndarray:
     return np.hstack([x, x - x.max(axis=0)]) if len(x) else np.zeros((0, 4))
 
 
-#: name -> (model, a change of each item's feature matrix or None, which labels it is fitted on)
+#: How many of the nearest candidates by cosine :func:`_support_columns` reads as the others' say.
+SUPPORT_TOP = 10
+
+
 def _support_columns(it: ts.Item) -> np.ndarray:
     """How far the other near sentences repeat what a candidate adds to the question (an answer stated twice is more
     likely the answer): per candidate, the share of its terms outside the question that occur in the other
@@ -211,9 +214,6 @@ def _support_columns(it: ts.Item) -> np.ndarray:
     return out
 
 
-SUPPORT_TOP = 10
-
-
 def _novelty_columns(it: ts.Item) -> np.ndarray:
     """What a candidate says beyond the question: the share of its terms the question does not hold, and their
     count (log): a sentence restating the question holds none."""
@@ -228,7 +228,6 @@ def _novelty_columns(it: ts.Item) -> np.ndarray:
     return out
 
 
-
 def _by_kind(it: ts.Item, x: np.ndarray) -> np.ndarray:
     """The features again for each kind of answer the question asks for (number, name, code, comparison; the
     columns of the kinds it does not ask for are 0): a weight per kind, where one set of weights serves all."""
@@ -236,6 +235,7 @@ def _by_kind(it: ts.Item, x: np.ndarray) -> np.ndarray:
 
     kinds = asked_kinds(it.q["question"])
     return np.hstack([x] + [x * (k in kinds) for k in ("number", "name", "code", "compare")])
+
 
 _NUM = r"\d[\d.,]*\s*"
 #: What a numeric question measures, by its words, and the figure with its unit a sentence stating one holds.
@@ -277,6 +277,7 @@ def _unit_columns(it: ts.Item) -> np.ndarray:
     return out
 
 
+#: name -> (model, a change of each item's feature matrix or None, which labels it is fitted on)
 TRIALS: dict[str, tuple[Callable[[], object], Callable[[ts.Item, np.ndarray], np.ndarray] | None, str]] = {
     "lr": (Logistic, None, "both"),
     "gbt": (Trees, None, "both"),
@@ -296,7 +297,6 @@ TRIALS: dict[str, tuple[Callable[[], object], Callable[[ts.Item, np.ndarray], np
     "by-kind": (Logistic, _by_kind, "both"),
     "by-kind-c0.03": (functools.partial(Logistic, 0.03), _by_kind, "both"),
     "units": (Logistic, lambda it, x: np.hstack([x, _unit_columns(it)]), "both"),
-    "support-units": (Logistic, lambda it, x: np.hstack([x, _support_columns(it), _unit_columns(it)]), "both"),
     "evidence-labels": (Logistic, None, "evidence"),
     "key-term-labels": (Logistic, None, "key term"),
 }
