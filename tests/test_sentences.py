@@ -1080,6 +1080,11 @@ def test_a_short_line_leading_into_a_code_block_announces_it() -> None:
     assert got[:3] == [(PROSE, "Install the requirements:"), (CODE, "```"),
                        (SNIPPET, 'pip install deepspeed torch datasets transformers torchmetrics "ray[train]"')]
     assert (HEADING, "Installation") in got and (CODE, "pip install ray") in got  # a title over code leads nowhere
+    # a README's bold lead-in ends in its emphasis, after the colon
+    bold = roles(doc("**Or clone and install from source:**\n```\ngit clone https://github.com/NVIDIA/Megatron-LM.git\n"
+                     "cd Megatron-LM\n```"))
+    assert bold[:3] == [(PROSE, "**Or clone and install from source:**"), (CODE, "```"),
+                        (SNIPPET, "git clone https://github.com/NVIDIA/Megatron-LM.git")]
 
 
 def test_a_colon_over_a_listing_stays_when_a_line_of_it_is_quoted() -> None:
