@@ -11,8 +11,10 @@ from __future__ import annotations
 import sqlite3
 from pathlib import Path
 
+import pytest
 from rebuild_fixtures import build_json, make_home, page_markdown, set_catalog, write_archive
 
+from dmlqa.extract import sentences
 from dmlqa.index.versions import VERSIONS, IndexVersion, current_version, dense_text
 from dmlqa.pipeline.runs import read_runs
 from dmlqa.query.search import Searcher, SearchOptions
@@ -42,7 +44,7 @@ def version_contents(index_dir: Path, name: str) -> tuple[dict[str, tuple], dict
     return docs, chunks
 
 
-def test_rebuild_changes_exactly_the_changed_documents(tmp_path: Path) -> None:
+def test_rebuild_changes_exactly_the_changed_documents(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     keys = ["zero", "gpipe", "horovod", "ring"]
     settings = make_home(tmp_path / "kb", keys)
     home, index_dir = settings.home, settings.index_dir
@@ -91,9 +93,19 @@ def test_rebuild_changes_exactly_the_changed_documents(tmp_path: Path) -> None:
     # A third build with nothing changed changes nothing and embeds nothing.
     third = build_json(home, write_archive(tmp_path / "a3", pages))
     assert third["changes"] == {"added": [], "updated": [], "removed": []} and third["embedded"] == 0
+    assert third["kept_documents"] == 4
+
+    # A change to how texts are split into sentences (a new SPLIT_VERSION) indexes every document again from the
+    # texts it has, so no sentence keeps a role the code no longer gives; no passage is embedded again for it
+    monkeypatch.setattr(sentences, "SPLIT_VERSION", sentences.SPLIT_VERSION + 1)
+    fourth = build_json(home, write_archive(tmp_path / "a4", pages))
+    assert fourth["kept_documents"] == 0 and fourth["index_version"] != third["index_version"]
+    assert fourth["changes"] == {"added": [], "updated": [], "removed": []} and fourth["embedded"] == 0
+    assert version_contents(index_dir, fourth["index_version"]) == version_contents(index_dir, third["index_version"])
+    monkeypatch.undo()
 
     runs = read_runs(index_dir)
-    assert [r.ok for r in runs] == [True, True, True]
+    assert [r.ok for r in runs] == [True, True, True, True]
     assert (runs[1].added, runs[1].updated, runs[1].removed) == (["web:megatron"], ["web:gpipe"], ["web:horovod"])
     assert runs[1].previous_version == v1 and runs[1].index_version == v2
     assert runs[1].counts["embedded"] == second["embedded"]

@@ -52,12 +52,12 @@ from dmlqa.models import BLOCK_SEPARATOR, Block, Document
 PROSE, ITEM, HEADING, FURNITURE, CODE, CAPTION, REFERENCE, SNIPPET, ROW, LISTING = (
     "prose", "item", "heading", "furniture", "code", "caption", "reference", "snippet", "row", "listing")
 QUOTABLE = (PROSE, ITEM, SNIPPET, ROW, LISTING)
-#: The roles of code lines that are quoted (under the sentence saying what they are).
-QUOTED_CODE = (SNIPPET, LISTING)
-#: At most this many lines, each at most this long, make an announced snippet.
-SNIPPET_LINES, SNIPPET_CHARS = 3, 120
-#: A line of a listing longer than this is not quoted (a command with all its flags is ~150 characters).
-LISTING_CHARS = 200
+QUOTED_CODE = (SNIPPET, LISTING)  # the roles of code lines that are quoted (under the sentence saying what they are)
+#: An announced snippet is at most SNIPPET_LINES lines of at most SNIPPET_CHARS; a line of a listing longer than
+#: LISTING_CHARS is not quoted (a command with all its flags is ~150 characters).
+SNIPPET_LINES, SNIPPET_CHARS, LISTING_CHARS = 3, 120, 200
+#: Raised with any change to the sentences or roles a text is split into: a build then splits unchanged documents again.
+SPLIT_VERSION = 2
 #: Length bounds of a quotable sentence (characters, words); the chat UI reads the same numbers.
 MIN_CHARS, MAX_CHARS, MIN_WORDS = 30, 500, 5
 

@@ -35,14 +35,17 @@ BATCH_DOCUMENTS = 256
 
 def document_key(doc: Document, settings: Settings, encoder_key: str) -> str:
     """Everything a document's rows depend on: its text, its title (passages are embedded and BM25-indexed
-    under it), the settings that cut passages, the encoder and the index format. Rows whose key did not
-    change are kept from the published version as they are: not chunked, split or embedded again."""
+    under it), the settings that cut passages, the encoder, the index format and how its text is split into
+    sentences (:data:`~dmlqa.extract.sentences.SPLIT_VERSION`: a home built before a change of the roles would
+    otherwise keep the old ones for every unchanged document). Rows whose key did not change are kept from the
+    published version as they are: not chunked, split or embedded again."""
     import hashlib
 
+    from dmlqa.extract.sentences import SPLIT_VERSION
     from dmlqa.index.writer import FORMAT, content_key
 
     s = settings.index
-    parts = (FORMAT, content_key(doc), doc.title, s.chunk_tokens, s.chunk_overlap, s.reference_chunks,
+    parts = (FORMAT, SPLIT_VERSION, content_key(doc), doc.title, s.chunk_tokens, s.chunk_overlap, s.reference_chunks,
              settings.embed.model, encoder_key)
     return hashlib.sha256(repr(parts).encode("utf-8", "surrogatepass")).hexdigest()
 
