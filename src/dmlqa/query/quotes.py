@@ -206,10 +206,10 @@ def _heading_over(c: Candidate, neighbour: Callable[[Candidate, int], Candidate 
 
 def _block(c: Candidate, question_tokens: set[str], pool: Sequence[Candidate],
            neighbour: Callable[[Candidate, int], Candidate | None], *, names: bool = False,
-           titled: Mapping[str, frozenset[str]] | None = None) -> list[Candidate] | None:
+           titles: Mapping[str, str] | None = None) -> list[Candidate] | None:
     """The sentences quoting ``c`` takes, in reading order, or None when it cannot be quoted readably. ``names``: the
-    question asks for a name, which a short list item may be all of. ``titled``: each document's title words, by
-    its id (see :func:`_under`)."""
+    question asks for a name, which a short list item may be all of. ``titles``: the documents' titles, by id (see
+    :func:`_under`)."""
     if c.role == ROW:
         if row_parts(c.text) is not None:
             return [c]  # a PDF table's row names its table and columns: it reads alone
@@ -220,7 +220,7 @@ def _block(c: Candidate, question_tokens: set[str], pool: Sequence[Candidate],
     if c.role == LISTING:  # a line of a listing comes under the sentence (or comment) saying what the code is
         if _INDEX_MARK.search(c.text):
             return None  # as for an announced line (_announced): its "datasets[0]" reads as a citation marker
-        return _under(c, question_tokens, pool, neighbour, titled)
+        return _under(c, question_tokens, pool, neighbour, titles)
     if c.role == SNIPPET:  # a code line comes with the sentence announcing it, which says what it is for
         prev, gap = c, False
         for step in range(1, ANNOUNCED_STEPS + 2):
@@ -230,7 +230,7 @@ def _block(c: Candidate, question_tokens: set[str], pool: Sequence[Candidate],
                 continue
             if prev is None or prev.role != SNIPPET:
                 break
-        block = None if prev is None else _block(prev, question_tokens, pool, neighbour, titled=titled)
+        block = None if prev is None else _block(prev, question_tokens, pool, neighbour, titles=titles)
         return block if block is not None and any(b.ordinal == c.ordinal for b in block) else None
     if not readable(c):
         return None
@@ -282,12 +282,12 @@ LISTING_STEPS = 60
 
 def _under(c: Candidate, question_tokens: set[str], pool: Sequence[Candidate],
            neighbour: Callable[[Candidate, int], Candidate | None],
-           titled: Mapping[str, frozenset[str]] | None = None) -> list[Candidate] | None:
+           titles: Mapping[str, str] | None = None) -> list[Candidate] | None:
     """A LISTING line's quote: the comment right above it in its code, or else the sentence right over the
     block, then the line (the code between is left out); or the line alone, read under its section's heading,
     for a block right under that heading ("3.4 Do forward" over ``p.Forward()``), when the heading names something
     the question asks about: the heading is all that says what the line is for, and "Under “Examples”:" over a
-    flag says nothing of why it answers. A word the heading shares with its document's title (``titled``) does not
+    flag says nothing of why it answers. A word the heading shares with its document's title (``titles``) does not
     count: every heading of a page is about what the page is about, so "Under “1.2 Get mxnet and build”:" over a
     build command of the MXNet Go bindings' README says nothing of a question about MXNet. Lines of code not stored
     (the fence, long lines, short comments) and comments over other lines are stepped over; any other stored
@@ -295,11 +295,13 @@ def _under(c: Candidate, question_tokens: set[str], pool: Sequence[Candidate],
     prev = _over(c, neighbour)
     if prev is None or prev.section != c.section:  # nothing stored over the block in its section: its heading
         under = _named_heading(c)
-        shared = (set(tokenize(under)) & question_tokens) - (titled or {}).get(c.doc_id, frozenset()) if under else None
+        if not under:
+            return None
+        shared = (set(tokenize(under)) & question_tokens) - set(tokenize((titles or {}).get(c.doc_id, "")))
         return [replace(c, under=under)] if shared else None
     if prev.role not in (PROSE, ITEM):
         return None
-    block = _block(prev, question_tokens, pool, neighbour, titled=titled)
+    block = _block(prev, question_tokens, pool, neighbour, titles=titles)
     if block is None:
         return None
     if any(b.ordinal == c.ordinal for b in block):
@@ -422,7 +424,6 @@ def choose(question: str, cands: Sequence[Candidate], scores: np.ndarray, *,
     qtokens = set(tokenize(question))
     # a line written as a title ("Smart Gradient Accumulation") answers only a question asking for a name
     named = asks_for_resource(question) or "name" in asked_kinds(question)
-    titled = {d: frozenset(tokenize(t)) for d, t in (titles or {}).items()}
     blocks: list[list[Candidate]] = []
     taken: set[tuple[str, int]] = set()
     words = 0
@@ -440,7 +441,7 @@ def choose(question: str, cands: Sequence[Candidate], scores: np.ndarray, *,
         if blocks and words + _words([c]) > max_words:
             continue  # its block holds it: over the budget before its neighbours are read
         heading = title_like(c.text) and c.role not in QUOTED_CODE  # "Total GPUs = TP × PP × DP" is no title
-        block = None if heading and not named else _block(c, qtokens, cands, neighbour, names=named, titled=titled)
+        block = None if heading and not named else _block(c, qtokens, cands, neighbour, names=named, titles=titles)
         over = None if block is None else (block[0].doc_id, block[0].under or block[0].ordinal)
         if block is None or c.role == LISTING and over in listed:
             continue  # one line of a listing under its sentence: more would quote the code line by line
