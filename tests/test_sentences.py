@@ -7,6 +7,7 @@ from collections.abc import Callable
 import numpy as np
 import pytest
 
+from dmlqa.extract.leaning import leans_back
 from dmlqa.extract.quoting import for_answer
 from dmlqa.extract.sentences import (
     CAPTION,
@@ -20,7 +21,6 @@ from dmlqa.extract.sentences import (
     ROW,
     SNIPPET,
     classify,
-    leans_back,
     split_document,
 )
 from dmlqa.extract.tables import MARKDOWN_ROW_CHARS

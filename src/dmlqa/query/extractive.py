@@ -26,11 +26,8 @@ from dataclasses import dataclass, replace
 
 import numpy as np
 
-from dmlqa.extract.sentences import (
-    QUOTED_CODE,
-    marker_subject,
-    split_document,
-)
+from dmlqa.extract.leaning import marker_subject
+from dmlqa.extract.sentences import QUOTED_CODE, split_document
 from dmlqa.index.lexical import tokenize
 from dmlqa.index.versions import SentencePlace
 from dmlqa.models import Hit

@@ -19,7 +19,8 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from dmlqa.extract.sentences import ITEM, QUOTED_CODE, ROW, leans_back, refers_above
+from dmlqa.extract.leaning import leans_back, refers_above
+from dmlqa.extract.sentences import ITEM, QUOTED_CODE, ROW
 from dmlqa.index.lexical import tokenize
 from dmlqa.query.glued import SMALL_WORDS, glued_heading, heading_end, labelled_figure_text
 
@@ -240,7 +241,7 @@ _LINKED_NAMED = re.compile(r"^(?:However|In contrast|Moreover|Furthermore|In add
 
 
 def leans(text: str) -> bool:
-    """Does the sentence lean on the one before (:func:`dmlqa.extract.sentences.leans_back`), the
+    """Does the sentence lean on the one before (:func:`dmlqa.extract.leaning.leans_back`), the
     openings that only look like it (:data:`_SELF_REFERENCE`, :data:`_NAME_START`, :data:`_LINKED_NAMED`)
     left aside? A heading glued before it is not read (:func:`heading_end`), nor a run-in enumerator
     (:data:`_ENUMERATOR`)."""

@@ -23,6 +23,7 @@ from dataclasses import replace
 import numpy as np
 
 from dmlqa.extract.boundaries import ends_sentence
+from dmlqa.extract.leaning import leans_forward, marker_subject
 from dmlqa.extract.quoting import for_answer
 from dmlqa.extract.sentences import (
     ITEM,
@@ -31,8 +32,6 @@ from dmlqa.extract.sentences import (
     QUOTED_CODE,
     ROW,
     SNIPPET,
-    leans_forward,
-    marker_subject,
 )
 from dmlqa.extract.tables import row_parts
 from dmlqa.extract.textscan import code_comment
