@@ -277,6 +277,24 @@ def _unit_columns(it: ts.Item) -> np.ndarray:
     return out
 
 
+_WHY = re.compile(r"(?i)^\W*why\b|\bwhat (?:is|was|are) the (?:reason|motivation|rationale)|\bwhat motivate|"
+                  r"\bhow come\b")
+_BECAUSE = re.compile(r"(?i)\b(?:because|since|due to|owing to|as a result|therefore|thus|hence|so that|in order to|"
+                      r"motivated by|the reason|this is why|which is why|consequently|leads? to|caus(?:e|es|ed|ing))\b")
+
+
+def _reason_columns(it: ts.Item) -> np.ndarray:
+    """For a question asking why: whether the candidate gives a reason (a causal connective), and whether it gives
+    none."""
+    out = np.zeros((len(it.pool.candidates), 2))
+    if not _WHY.search(it.q["question"]):
+        return out
+    for i, c in enumerate(it.pool.candidates):
+        hit = bool(_BECAUSE.search(c.text))
+        out[i] = (float(hit), float(not hit))
+    return out
+
+
 #: name -> (model, a change of each item's feature matrix or None, which labels it is fitted on)
 TRIALS: dict[str, tuple[Callable[[], object], Callable[[ts.Item, np.ndarray], np.ndarray] | None, str]] = {
     "lr": (Logistic, None, "both"),
@@ -297,6 +315,7 @@ TRIALS: dict[str, tuple[Callable[[], object], Callable[[ts.Item, np.ndarray], np
     "by-kind": (Logistic, _by_kind, "both"),
     "by-kind-c0.03": (functools.partial(Logistic, 0.03), _by_kind, "both"),
     "units": (Logistic, lambda it, x: np.hstack([x, _unit_columns(it)]), "both"),
+    "reason": (Logistic, lambda it, x: np.hstack([x, _reason_columns(it)]), "both"),
     "evidence-labels": (Logistic, None, "evidence"),
     "key-term-labels": (Logistic, None, "key term"),
 }
