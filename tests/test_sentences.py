@@ -1087,6 +1087,37 @@ def test_a_short_line_leading_into_a_code_block_announces_it() -> None:
                         (SNIPPET, "git clone https://github.com/NVIDIA/Megatron-LM.git")]
 
 
+def test_a_lead_in_over_an_unfenced_command_announces_it() -> None:
+    """A README's text often loses its fences: the bold lead-in over a lone command line is a sentence announcing it,
+    not two headings."""
+    got = roles(doc("Getting Started\n**Install from PyPI:**\nuv pip install megatron-core\n"
+                    "**Or clone and install from source:**\n```\ncd Megatron-LM\n```"))
+    assert got[:3] == [(HEADING, "Getting Started"), (PROSE, "**Install from PyPI:**"),
+                       (SNIPPET, "uv pip install megatron-core")]
+    # a title over a line that is no command leads nowhere
+    assert roles(doc("**Known issues:**\nFlash attention fails on old GPUs")) == [
+        (HEADING, "**Known issues:**"), (HEADING, "Flash attention fails on old GPUs")]
+
+
+def test_a_web_pages_short_sentence_holding_code_is_read_with_the_one_before_it_a_pdfs_is_not() -> None:
+    """"Enabled by --use-flash-attn-triton." alone is too short to quote and says nothing of what it enables; after
+    its sentence it says which flag turns that on. In a PDF a short sentence after a paragraph is mostly the run-in
+    heading of the next one. A short sentence holding no figure or code stays apart."""
+    line = ("FlashAttention + Triton: FlashAttention in Triton (tested with triton==2.0.0.dev20221202). "
+            "Enabled by --use-flash-attn-triton.")
+    assert roles(doc(line)) == [(PROSE, line)]
+    # a link's words carry nothing; a line broken off mid-sentence ends none
+    assert roles(doc("KubeSphere supports fine-grained permissions and quota management. Learn more.")) == [
+        (PROSE, "KubeSphere supports fine-grained permissions and quota management."), (HEADING, "Learn more.")]
+    assert [t for _, t in roles(doc("Alternatively, we can set layout_rules=[(\"hidden\", \"all\")]. In this case,"))] \
+        == ["Alternatively, we can set layout_rules=[(\"hidden\", \"all\")].", "In this case,"]
+    text = "PipeDream cuts communication by 88% compared to data parallelism. Experiment 2. We train on four servers."
+    assert [t for _, t in roles(doc(text, content_type="pdf"))] == [
+        "PipeDream cuts communication by 88% compared to data parallelism.", "Experiment 2.",
+        "We train on four servers."]
+    assert [t for _, t in roles(doc(text))][0].endswith("Experiment 2.")  # a web page's: read with the one before
+
+
 def test_a_colon_over_a_listing_stays_when_a_line_of_it_is_quoted() -> None:
     listing = "\n".join(f"step_{n} = run_step({n}, alpha, beta)" for n in range(8))
     d = doc("The integration is minimal and preserves your familiar DeepSpeed workflow:\n```\n"

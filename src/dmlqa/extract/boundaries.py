@@ -54,17 +54,49 @@ def ends_sentence(text: str) -> bool:
     return not (tail.endswith(_NO_END_TAILS) and _NO_END.search(tail))
 
 
-def spans(text: str, base: int) -> Iterator[tuple[int, int]]:
+#: What a short sentence must hold to be read with the one before it (:func:`spans`): a figure, a flag, an
+#: identifier, an assignment or a call ("Enabled by --use-flash-attn.", "Defaults to 4.", "Set NCCL_DEBUG=INFO.").
+_CARRIES = re.compile(r"\d|(?<![\w-])--?[A-Za-z]|[A-Za-z]_[A-Za-z]|=|\w\(")
+
+
+def spans(text: str, base: int, *, short: int = 0, longest: int = 0) -> Iterator[tuple[int, int]]:
     """Sentence spans (absolute offsets) of one paragraph's text; a list item flattened into it
-    (:data:`_BULLET_ITEM`, :data:`_DASH_ITEM`) starts a sentence of its own."""
+    (:data:`_BULLET_ITEM`, :data:`_DASH_ITEM`) starts a sentence of its own.
+
+    ``short`` > 0: a sentence of fewer words that holds a figure or a piece of code (:data:`_CARRIES`) is read as
+    the end of the one before it (if that one has at least ``short`` words and the two at most ``longest``
+    characters). "Enabled by --use-flash-attn-triton." after "FlashAttention + Triton: FlashAttention in Triton
+    (tested with triton==2.0.0.dev20221202)." says which flag turns on what that sentence names; alone it is too
+    short to quote, and says nothing of what it enables. "Learn more." (a link's words) carries nothing, and a line
+    broken off mid-sentence ("In this case,") is no sentence's end: they stay apart. The caller asks this of a web
+    page's paragraphs, not a PDF's: there a short sentence after a paragraph's last is mostly the run-in heading of
+    the next ("... by 88% compared to DP. Video Captioning.")."""
     cuts = [m.span(1) for m in _DASH_ITEM.finditer(text)] if "- " in text else []
     if any(b in text for b in "•▪●◦‣"):
         cuts = sorted(cuts + [m.span() for m in _BULLET_ITEM.finditer(text)])
     at = 0
-    for start, end in cuts:
-        yield from _sentences(text, at, start, base)
+    for start, end in cuts + [(len(text), len(text))]:
+        run = _sentences(text, at, start, base)
+        yield from _joined(run, text, base, short, longest) if short else run
         at = end
-    yield from _sentences(text, at, len(text), base)
+
+
+def _joined(run: Iterator[tuple[int, int]], text: str, base: int, short: int,
+            longest: int) -> Iterator[tuple[int, int]]:
+    """The spans of ``run`` with each of fewer than ``short`` words joined to a longer one before it (see
+    :func:`spans`)."""
+    last: tuple[int, int] | None = None
+    for s, e in run:
+        tail = text[s - base:e - base]
+        if last is not None and e - last[0] <= longest and len(tail.split()) < short <= len(
+                text[last[0] - base:last[1] - base].split()) and _CARRIES.search(tail) and ends_sentence(tail):
+            last = (last[0], e)
+            continue
+        if last is not None:
+            yield last
+        last = (s, e)
+    if last is not None:
+        yield last
 
 
 def _sentences(text: str, start: int, end: int, base: int) -> Iterator[tuple[int, int]]:

@@ -58,7 +58,7 @@ QUOTED_CODE = (SNIPPET, LISTING)  # the roles of code lines that are quoted (und
 #: LISTING_CHARS is not quoted (a command with all its flags is ~150 characters).
 SNIPPET_LINES, SNIPPET_CHARS, LISTING_CHARS = 3, 120, 200
 #: Raised with any change to the sentences or roles a text is split into: a build then splits unchanged documents again.
-SPLIT_VERSION = 2
+SPLIT_VERSION = 3
 #: Length bounds of a quotable sentence (characters, words); the chat UI reads the same numbers.
 MIN_CHARS, MAX_CHARS, MIN_WORDS = 30, 500, 5
 
@@ -242,7 +242,8 @@ def split_document(doc: Document) -> list[Sentence]:
             # table's row is one unit whatever its cells say ("| EXO_MODELS_DIRS | Colon-separated ... downloads.
             # Checked in order ... |" is no two sentences)
             cut = [(p_start, p_end)] if (item and p_end - p_start <= MAX_CHARS) or \
-                ("\n" not in para.strip() and table_line(" ".join(para.split()))) else list(spans(para, p_start))
+                ("\n" not in para.strip() and table_line(" ".join(para.split()))) else \
+                list(spans(para, p_start, short=0 if pdf else MIN_WORDS, longest=MAX_CHARS))
             for s, e in cut:
                 raw = block.text[s:e]
                 text = " ".join(raw.split())
@@ -298,11 +299,18 @@ _CODE_ROLES = (CODE, SNIPPET, LISTING)
 
 def _lead_ins(out: list[Sentence], fences: list[int]) -> list[Sentence]:
     """A short line right over a code block that leads into it ("Install the requirements:", "**From source:**", "To
-    install the latest stable version, run") is no heading: it says what the code does, as a sentence ending in ':'."""
+    install the latest stable version, run") is no heading: it says what the code does, as a sentence ending in ':'.
+    So is one ending in ':' over a command on a line of its own, unfenced ("**Install from PyPI:**" over ``uv pip
+    install megatron-core``; a page's text often loses its fences): it then announces the command."""
     for start in fences[::2]:
         if start and (s := out[start - 1]).role == HEADING and s.section == out[start].section and \
                 len(s.text.split()) >= 2 and (s.text.rstrip("*_").endswith(":") or _LEADS_IN.search(s.text)):
             out[start - 1] = Sentence(s.doc_id, s.start, s.end, s.text, PROSE, s.page, s.section)
+    for i, (s, nxt) in enumerate(zip(out, out[1:], strict=False)):
+        if s.role == HEADING and s.text.rstrip("*_").endswith(":") and len(s.text.split()) >= 2 and \
+                nxt.role in (HEADING, CODE, FURNITURE) and nxt.section == s.section and _COMMAND_LINE.match(nxt.text) \
+                and _code_like(nxt.text):
+            out[i] = Sentence(s.doc_id, s.start, s.end, s.text, PROSE, s.page, s.section)
     return out
 
 
@@ -370,7 +378,8 @@ def _code_like(line: str) -> bool:
 #: ("ds_report", "nvidia-smi"), or a setting assigned (``config.gpu_options.per_process_gpu_memory_fraction = 0.4``).
 _COMMAND_LINE = re.compile(r"^(?:\$\s+\S|--?[a-zA-Z][\w-]*(?:[\s=]|$)|[\w./-]+\s+(?:\S+\s+)*--[a-z][\w-]*|"
                            r"(?:pip3?|python3?|torchrun|deepspeed|horovodrun|mpirun|ray|git|conda|docker|kubectl|"
-                           r"helm|export|srun|accelerate|bash)\s+\S|[a-z][\w.-]*[_.-][\w.-]*$|"
+                           r"helm|export|srun|accelerate|bash|uvx?|pipx|poetry|mamba|npm|cd|sudo|apt(?:-get)?|brew|curl|wget|sbatch|"
+                           r"salloc)\s+\S|[a-z][\w.-]*[_.-][\w.-]*$|"
                            r"[A-Za-z_][\w.]*(?:\[[^\]]*\])?\s*\+?=\s*\S)")
 
 
