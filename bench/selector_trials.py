@@ -295,6 +295,27 @@ def _reason_columns(it: ts.Item) -> np.ndarray:
     return out
 
 
+def _novel_kind_columns(it: ts.Item) -> np.ndarray:
+    """Whether a candidate holds an asked-for kind of answer (a number, a name, a year) that the question does not
+    itself hold ("512" in "on 512 GPUs" answers no "how much"), and whether the question asks for one and the
+    candidate holds none such."""
+    from dmlqa.query.features import KINDS, asked_kinds
+
+    q = it.q["question"]
+    kinds = [KINDS[k] for k in asked_kinds(q) if k in KINDS]
+    out = np.zeros((len(it.pool.candidates), 2))
+    if not kinds:
+        return out
+    asked = {m.group().lower() for rx in kinds for m in re.finditer(rx.pattern + r"[\w.]*" if rx.pattern == r"\d" else
+                                                                    rx.pattern, q)}
+    for i, c in enumerate(it.pool.candidates):
+        found = {m.group().lower() for rx in kinds for m in re.finditer(rx.pattern + r"[\w.]*" if rx.pattern == r"\d"
+                                                                        else rx.pattern, c.text)}
+        hit = bool(found - asked)
+        out[i] = (float(hit), float(not hit))
+    return out
+
+
 #: name -> (model, a change of each item's feature matrix or None, which labels it is fitted on)
 TRIALS: dict[str, tuple[Callable[[], object], Callable[[ts.Item, np.ndarray], np.ndarray] | None, str]] = {
     "lr": (Logistic, None, "both"),
@@ -316,6 +337,10 @@ TRIALS: dict[str, tuple[Callable[[], object], Callable[[ts.Item, np.ndarray], np
     "by-kind-c0.03": (functools.partial(Logistic, 0.03), _by_kind, "both"),
     "units": (Logistic, lambda it, x: np.hstack([x, _unit_columns(it)]), "both"),
     "reason": (Logistic, lambda it, x: np.hstack([x, _reason_columns(it)]), "both"),
+    "novel-kind": (Logistic, lambda it, x: np.hstack([x, _novel_kind_columns(it)]), "both"),
+    "no-tuned": (Logistic, lambda it, x: x[:, :-5], "both"),
+    "no-adapted": (Logistic, lambda it, x: x[:, :-3], "both"),
+    "no-tuned-only": (Logistic, lambda it, x: np.hstack([x[:, :-5], x[:, -3:]]), "both"),
     "evidence-labels": (Logistic, None, "evidence"),
     "key-term-labels": (Logistic, None, "key term"),
 }
