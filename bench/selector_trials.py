@@ -302,16 +302,17 @@ def _novel_kind_columns(it: ts.Item) -> np.ndarray:
     from dmlqa.query.features import KINDS, asked_kinds
 
     q = it.q["question"]
-    kinds = [KINDS[k] for k in asked_kinds(q) if k in KINDS]
+    # a number is read whole ("512", "1.5x"), not digit by digit
+    kinds = [re.compile(r"\d[\w.]*") if KINDS[k].pattern == r"\d" else KINDS[k] for k in asked_kinds(q) if k in KINDS]
     out = np.zeros((len(it.pool.candidates), 2))
     if not kinds:
         return out
-    asked = {m.group().lower() for rx in kinds for m in re.finditer(rx.pattern + r"[\w.]*" if rx.pattern == r"\d" else
-                                                                    rx.pattern, q)}
+
+    def held(text: str) -> set[str]:
+        return {m.group().lower() for rx in kinds for m in rx.finditer(text)}
+    asked = held(q)
     for i, c in enumerate(it.pool.candidates):
-        found = {m.group().lower() for rx in kinds for m in re.finditer(rx.pattern + r"[\w.]*" if rx.pattern == r"\d"
-                                                                        else rx.pattern, c.text)}
-        hit = bool(found - asked)
+        hit = bool(held(c.text) - asked)
         out[i] = (float(hit), float(not hit))
     return out
 
