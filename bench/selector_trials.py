@@ -10,7 +10,7 @@ feature matrices (training questions with adapters cross-fitted within the fold,
 adapter), the final fit's, and the held-apart sets' as the shipped selector reads them (its adapter and tuned
 question encoder: what the refit fits on all the training questions, byte for byte). ``run`` then fits each
 named trial in place of the logistic regression and scores it as the refit does: cross-validated key term at
-the shipped settings (add above, budget, reading on, diversity), and on the held-out set, ``dev.jsonl`` and the
+the shipped settings (add above, budget, reading on, diversity, focus), and on the held-out set, ``dev.jsonl`` and the
 unseen set (scored only; nothing is chosen on them). ``lr`` reproduces the refit's own numbers
 (``bench/results/selector.json``); ``--grid`` also scores each trial at the setting the refit's grid would
 choose for it. The cache must come from ``train_selector.py --cache`` on the same home.
@@ -380,18 +380,18 @@ def run(name: str, items: list[ts.Item], held: dict[str, list[ts.Item]], prepare
     topic_cut = prepared["topic_cut"]
     refuse = ts.refuse_cut(items, oof, topic_cut)
     shipped = load_selector(ts.ROOT / "src/dmlqa/query/selector.json")
-    settings = [(shipped.add_above, shipped.max_words, shipped.read_on, shipped.diversity)]
+    settings = [(shipped.add_above, shipped.max_words, shipped.read_on, shipped.diversity, shipped.focus)]
     if grid:  # the setting train_selector.py's grid would choose for this model
         settings.append(ts.pick_setting(ts.settings_grid(items, oof, refuse, topic_cut)))
     rows = []
-    for add_above, max_words, read_on, diversity in dict.fromkeys(settings):
+    for add_above, max_words, read_on, diversity, focus in dict.fromkeys(settings):
         row: dict = {"trial": name, "add_above": add_above, "max_words": max_words, "read_on": read_on,
-                     "diversity": diversity}
-        cv = ts.evaluate(items, oof, add_above, refuse, max_words, read_on, topic_cut, diversity)
+                     "diversity": diversity, "focus": focus}
+        cv = ts.evaluate(items, oof, add_above, refuse, max_words, read_on, topic_cut, diversity, focus)
         row["cross_validation"] = {k: cv[k] for k in ("key_term_stated", "keyword_hit_rate", "median_words",
                                                       "top1_positive")}
         for n, hitems in held.items():
-            e = ts.evaluate(hitems, scores[n], add_above, refuse, max_words, read_on, topic_cut, diversity)
+            e = ts.evaluate(hitems, scores[n], add_above, refuse, max_words, read_on, topic_cut, diversity, focus)
             row[n] = {k: e[k] for k in ("key_term_stated", "keyword_hit_rate", "median_words", "refusal_accuracy")}
         rows.append(row)
         print(json.dumps(row), flush=True)

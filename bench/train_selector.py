@@ -12,12 +12,13 @@ document), and the two cuts are chosen on the out-of-fold scores. The LR's adapt
 from adapters cross-fitted within its training folds (ADAPTER_FOLDS), so it learns how far to trust them on
 questions the adapter did not see; the cross-validation nests that inside each fold (~4 min on 2 cores).
 
-* ``add_above``, ``max_words``, ``read_on`` and ``diversity``: the probability a further sentence needs to
-  join the answer, the answer's word budget, how many sentences after the best come with it and how much a
+* ``add_above``, ``max_words``, ``read_on``, ``diversity`` and ``focus``: the probability a further sentence
+  needs to join the answer, the answer's word budget, how many sentences after the best come with it, how much a
   further sentence's likeness to those already in the answer counts against it (maximal marginal
-  relevance), from one grid: among the settings whose median answer is at most MAX_MEDIAN_WORDS, those
-  stating a key term within ADD_TOLERANCE of the best, the shortest budget, highest cut, least reading on
-  and least diversity;
+  relevance) and the share of the best sentence's score a document's best must reach to lend the answer more
+  sentences, from one grid: among the settings whose median answer is at most MAX_MEDIAN_WORDS, those
+  stating a key term within ADD_TOLERANCE of the best, the shortest budget, highest cut, most focus, least
+  reading on and least diversity;
 * ``refuse_below``: the best sentence's probability under which the answer is refused, the cut making
   the fewest mistakes on the questions the unknown-name check lets through, midway in its gap of
   scores (the name check refuses most unanswerable questions before: the cut is a backstop for
@@ -95,6 +96,9 @@ READ_ON_GRID = (0, 1)
 #: How much a further sentence's cosine with one already chosen counts against its probability
 #: (:func:`dmlqa.query.quotes.choose`).
 DIVERSITY_GRID = (0.0, 0.1, 0.2, 0.3)
+#: The share of the best sentence's score a document's best must reach for the answer to take more of its sentences
+#: (:func:`dmlqa.query.quotes.choose`); 0: any document's.
+FOCUS_GRID = (0.0, 0.1, 0.2)
 #: The issue asks for a median answer of at most 90 words; two words are left for other question sets.
 MAX_MEDIAN_WORDS = 88
 #: Inverse regularisation of the logistic regression (chosen by cross-validation: 0.1 and 1 score alike).
@@ -359,25 +363,28 @@ def fold_features(items: list[Item], base: list[np.ndarray], tuned: list[np.ndar
 
 def settings_grid(items: list[Item], scores: list[np.ndarray], refuse_below: float,
                   topic_cut: float) -> dict[tuple, dict]:
-    """The answers' scores at every (add_above, max_words, read_on, diversity) of the grid."""
-    return {(a, w, r, d): evaluate(items, scores, a, refuse_below, w, r, topic_cut, d)
-            for a in ADD_GRID for w in WORDS_GRID for r in READ_ON_GRID for d in DIVERSITY_GRID}
+    """The answers' scores at every (add_above, max_words, read_on, diversity, focus) of the grid."""
+    return {(a, w, r, d, f): evaluate(items, scores, a, refuse_below, w, r, topic_cut, d, f)
+            for a in ADD_GRID for w in WORDS_GRID for r in READ_ON_GRID for d in DIVERSITY_GRID for f in FOCUS_GRID}
 
 
 def pick_setting(grid: dict[tuple, dict]) -> tuple:
     """The grid's choice: among the settings whose median answer is at most MAX_MEDIAN_WORDS, those stating a key
-    term within ADD_TOLERANCE of the best, the shortest budget, highest cut, least reading on and least diversity."""
-    ok = [k for k in grid if grid[k]["median_words"] <= MAX_MEDIAN_WORDS] or [(max(ADD_GRID), min(WORDS_GRID), 0, 0.0)]
+    term within ADD_TOLERANCE of the best, the shortest budget, highest cut, most focus, least reading on and least
+    diversity."""
+    ok = [k for k in grid if grid[k]["median_words"] <= MAX_MEDIAN_WORDS] or [
+        (max(ADD_GRID), min(WORDS_GRID), 0, 0.0, max(FOCUS_GRID))]
     top = max(grid[k]["key_term_stated"] for k in ok)
     return min((k for k in ok if grid[k]["key_term_stated"] >= top - ADD_TOLERANCE),
-               key=lambda k: (k[1], -k[0], k[2], k[3]))
+               key=lambda k: (k[1], -k[0], -k[4], k[2], k[3]))
 
 
 def answer_text(it: Item, scores: np.ndarray, add_above: float, max_words: int,
-                read_on: int, diversity: float = 0.0) -> tuple[str, int, set[str]]:
+                read_on: int, diversity: float = 0.0, focus: float = 0.0) -> tuple[str, int, set[str]]:
     """The answer's text, its length in words and the (normalised) addresses it cites."""
     chosen = choose(it.q["question"], it.pool.candidates, scores, neighbour=it.pool.neighbour, add_above=add_above,
-                    max_words=max_words, read_on=read_on, diversity=diversity, vectors=it.vectors.__getitem__,
+                    max_words=max_words, read_on=read_on, diversity=diversity, focus=focus,
+                    vectors=it.vectors.__getitem__,
                     titles={h.doc_id: h.title for h in it.pool.sources})
     if not chosen:
         return "", 0, set()
@@ -396,11 +403,12 @@ def gold_sources(it: Item) -> set[str]:
 
 
 def evaluate(items: list[Item], scores: list[np.ndarray], add_above: float, refuse_below: float,
-             max_words: int, read_on: int, topic_cut: float, diversity: float = 0.0) -> dict:
+             max_words: int, read_on: int, topic_cut: float, diversity: float = 0.0, focus: float = 0.0) -> dict:
     stated, kw_share, words, refused_ans, refused_un, top1, cited = [], [], [], [], [], [], []
     for it, s in zip(items, scores, strict=True):
         best = float(s.max()) if len(s) else 0.0
-        body, n_words, urls = answer_text(it, s, add_above, max_words, read_on, diversity) if len(s) else ("", 0, set())
+        body, n_words, urls = (answer_text(it, s, add_above, max_words, read_on, diversity, focus) if len(s)
+                               else ("", 0, set()))
         refused = not body or best < refuse_below or bool(it.absent) or off_topic(it, topic_cut)
         if not it.q.get("answerable", True):
             refused_un.append(refused)
@@ -538,7 +546,7 @@ def main() -> None:
     topic_cut = off_topic_cut(items)
     refuse_below = refuse_cut(items, oof, topic_cut)
     grid = settings_grid(items, oof, refuse_below, topic_cut)
-    add_above, max_words, read_on, diversity = pick_setting(grid)
+    add_above, max_words, read_on, diversity, focus = pick_setting(grid)
 
     answerable = [it for it in items if it.q.get("answerable", True) and it.q.get("evidence")]
     answering = [it for it in items if _fits(it)]
@@ -550,7 +558,7 @@ def main() -> None:
     final = fit(items, [with_asked(base[i], tuned[i], whole[i]) for i in range(len(items))])
     u, v = fit_items(items)
     final = Selector(final.features, final.mean, final.scale, final.coef, final.intercept, refuse_below, add_above,
-                     max_words, read_on, topic_cut, u, v, model, diversity, tuning)
+                     max_words, read_on, topic_cut, u, v, model, diversity, focus, tuning)
     Path(args.out).write_text(compact_lists(json.dumps(final.to_json(), indent=1)) + "\n", encoding="utf-8")
     # the held-apart sets' questions as the answerer reads them: by the tuning that ships, run as it runs
     shipped_encoder = question_encoder(tuning, encoder_kind, workdir)
@@ -564,7 +572,7 @@ def main() -> None:
         cache = args.cache.with_suffix(".validate" + args.cache.suffix) if args.cache else None
         vitems = collect(kb, held, cache)
         validation = evaluate(vitems, scores_of(vitems), add_above, refuse_below, max_words, read_on, topic_cut,
-                              diversity)
+                              diversity, focus)
         validation.pop("top1_positive")  # its labels need evidence sentences, which a validation set lacks
         validation.pop("gold_cited")  # dmlqa eval's citation_hit_rate is the measure there (gold URLs only)
     def held_apart(pattern: str, suffix: str) -> dict | None:  # scored only, as the validation set
@@ -579,7 +587,7 @@ def main() -> None:
         def scored(keep: Callable[[dict], bool]) -> dict:
             chosen = [i for i, it in enumerate(hitems) if keep(it.q)]
             return evaluate([hitems[i] for i in chosen], [hscores[i] for i in chosen], add_above, refuse_below,
-                            max_words, read_on, topic_cut, diversity)
+                            max_words, read_on, topic_cut, diversity, focus)
         return {"files": [Path(f).name for f in held_files], "questions": len(hitems),
                 "answerable": sum(1 for q in hq if q.get("answerable", True)), **scored(lambda q: True),
                 "key_term_stated_by_kind": {kind: scored(lambda q, k=kind: q.get("kind") == k)["key_term_stated"]
@@ -614,28 +622,29 @@ def main() -> None:
         "max_words": max_words,
         "read_on": read_on,
         "diversity": diversity,
+        "focus": focus,
         "refuse_below": round(refuse_below, 4),
         "off_topic_margin": round(topic_cut, 4),
-        "cross_validation": grid[(add_above, max_words, read_on, diversity)],
+        "cross_validation": grid[(add_above, max_words, read_on, diversity, focus)],
         # the spread a held-apart set of this size may show: each fold's questions scored alone
         "key_term_stated_by_fold": [evaluate([items[i] for i in test], [oof[i] for i in test], add_above, refuse_below,
-                                             max_words, read_on, topic_cut, diversity)["key_term_stated"]
+                                             max_words, read_on, topic_cut, diversity, focus)["key_term_stated"]
                                     for _, test in folds],
         # each file's questions alone (files written later ask other things: facts deep in a paper's body)
         "key_term_stated_by_file": {name: evaluate(
             [items[i] for i, (f, _) in enumerate(sourced) if f == name], [oof[i] for i, (f, _) in enumerate(sourced)
                                                                          if f == name],
-            add_above, refuse_below, max_words, read_on, topic_cut, diversity)["key_term_stated"]
+            add_above, refuse_below, max_words, read_on, topic_cut, diversity, focus)["key_term_stated"]
             for name in dict.fromkeys(f for f, q in sourced if q.get("answerable", True))},
         "validation": {"file": args.validate.name, **validation} if validation else None,
         "heldout": heldout,
         "unseen": unseen,
-        "cross_validation_by_add_above_max_words_read_on_diversity": {" ".join(map(str, k)): v
-                                                                      for k, v in grid.items()},
+        "cross_validation_by_add_above_max_words_read_on_diversity_focus": {" ".join(map(str, k)): v
+                                                                            for k, v in grid.items()},
         "weights": dict(zip(FEATURES, [round(float(c), 4) for c in final.coef], strict=True)),
     }
     Path(args.results).write_text(json.dumps(results, indent=1) + "\n", encoding="utf-8")
-    shown = ("evidence_among_candidates", "add_above", "max_words", "read_on", "diversity", "refuse_below",
+    shown = ("evidence_among_candidates", "add_above", "max_words", "read_on", "diversity", "focus", "refuse_below",
              "off_topic_margin",
              "cross_validation",
              "validation", "heldout", "unseen")

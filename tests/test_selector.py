@@ -213,7 +213,8 @@ def test_the_shipped_selector_loads_and_round_trips(tmp_path) -> None:  # noqa: 
     again = load_selector(path)
     x = np.random.default_rng(0).normal(size=(4, len(FEATURES)))
     assert again.scores(x) == pytest.approx(sel.scores(x), abs=1e-5)
-    assert (again.diversity, again.max_words, again.read_on) == (sel.diversity, sel.max_words, sel.read_on)
+    assert (again.diversity, again.focus, again.max_words, again.read_on) == (sel.diversity, sel.focus, sel.max_words,
+                                                                               sel.read_on)
 
 
 def test_weights_for_other_features_are_refused_with_a_clear_error(tmp_path) -> None:  # noqa: ANN001
@@ -225,6 +226,9 @@ def test_weights_for_other_features_are_refused_with_a_clear_error(tmp_path) -> 
     # weights fitted before the answer's settings included diversity: refit, not guess
     path.write_text(json.dumps({k: v for k, v in data.items() if k != "diversity"}), encoding="utf-8")
     with pytest.raises(SelectorModelError, match="malformed.*diversity"):
+        load_selector(path)
+    path.write_text(json.dumps({k: v for k, v in data.items() if k != "focus"}), encoding="utf-8")
+    with pytest.raises(SelectorModelError, match="malformed.*focus"):
         load_selector(path)
     path.write_text("{not json", encoding="utf-8")
     with pytest.raises(SelectorModelError, match="cannot read"):
@@ -395,6 +399,25 @@ def test_a_sentence_leaning_on_more_than_its_heading_is_not_quoted_under_it(
     chosen = choose("What is it?", cands, np.array([0.1, 0.9]), neighbour=_neighbour(cands), add_above=0.5)
     assert all(c.under is None for c in chosen), why
     assert [c.ordinal for c in chosen] == ([0, 1] if why == "not first" else [0]), why  # with its context, or not
+
+
+def test_with_focus_a_document_not_about_the_question_lends_the_answer_nothing() -> None:
+    """The best sentence's document, and one whose best sentence scores near it, fill the answer; a sentence of a
+    document whose best scores under ``focus`` times the best one's does not, however much budget is left."""
+    zero = _cands([(PROSE, "ZeRO partitions the optimizer states across the data-parallel processes."),
+                   (PROSE, "Stage 2 also partitions the gradients, and stage 3 the parameters.")], doc="zero")
+    fsdp = _cands([(PROSE, "FSDP shards parameters, gradients and optimizer states like ZeRO stage 3.")], doc="fsdp")
+    kube = _cands([(PROSE, "KubeSphere is a distributed operating system for cloud-native applications.")], doc="kube")
+    cands = zero + fsdp + kube
+    scores = np.array([0.9, 0.3, 0.4, 0.1])
+    q = "How does ZeRO partition optimizer state?"
+    every = choose(q, cands, scores, add_above=0.05)
+    assert [(c.doc_id, c.ordinal) for c in every] == [("zero", 0), ("fsdp", 0), ("zero", 1), ("kube", 0)]
+    focused = choose(q, cands, scores, add_above=0.05, focus=0.2)  # kube's best, 0.1, is under 0.2 * 0.9
+    assert [(c.doc_id, c.ordinal) for c in focused] == [("zero", 0), ("fsdp", 0), ("zero", 1)]
+    # the lead's document lends its weaker sentence (0.3 under 0.5 * 0.9) where fsdp's best, 0.4, is too far
+    assert [(c.doc_id, c.ordinal) for c in choose(q, cands, scores, add_above=0.05, focus=0.5)] == [
+        ("zero", 0), ("zero", 1)]
 
 
 def test_with_diversity_the_next_sentence_says_something_the_answer_has_not_said() -> None:

@@ -147,8 +147,8 @@ def extractive_answer(
     pool, scores = scored or scored_pool(searcher, version, question, hits, options, previous=previous)
     chosen = choose(question, pool.candidates, scores, neighbour=pool.neighbour, add_above=selector.add_above,
                     avoid=avoid, max_sentences=options.max_sentences or MAX_SENTENCES, max_words=selector.max_words,
-                    read_on=selector.read_on, diversity=selector.diversity, vectors=pool.vectors_for,
-                    titles={h.doc_id: h.title for h in pool.sources})
+                    read_on=selector.read_on, diversity=selector.diversity, focus=selector.focus,
+                    vectors=pool.vectors_for, titles={h.doc_id: h.title for h in pool.sources})
     if not chosen or float(scores.max()) < selector.refuse_below:
         return REFUSAL, [], True, []
     body, citations = compose(chosen, pool.sources, question=question)

@@ -387,10 +387,20 @@ def _in_turn(rank: np.ndarray, heads: Sequence[int], diversity: float,
     yield from order[DIVERSE_TOP:].tolist()
 
 
+def _far_documents(cands: Sequence[Candidate], scores: np.ndarray, focus: float) -> set[str]:
+    """The documents whose best candidate scores under ``focus`` times the best candidate's score."""
+    best: dict[str, float] = {}
+    for c, v in zip(cands, scores.tolist(), strict=True):
+        if v > best.get(c.doc_id, -np.inf):
+            best[c.doc_id] = v
+    top = max(best.values())
+    return {d for d, v in best.items() if v < focus * top}
+
+
 def choose(question: str, cands: Sequence[Candidate], scores: np.ndarray, *,
            neighbour: Callable[[Candidate, int], Candidate | None] = lambda c, step: None,
            add_above: float = 0.5, avoid: set[str] = frozenset(), max_sentences: int = MAX_SENTENCES,
-           max_words: int = MAX_WORDS, read_on: int = 0, diversity: float = 0.0,
+           max_words: int = MAX_WORDS, read_on: int = 0, diversity: float = 0.0, focus: float = 0.0,
            vectors: Callable[[Sequence[int]], np.ndarray] | None = None,
            titles: Mapping[str, str] | None = None) -> list[Candidate]:
     """The answer's sentences, in answer order: the best-scored quotable sentence's block first (with
@@ -410,6 +420,9 @@ def choose(question: str, cands: Sequence[Candidate], scores: np.ndarray, *,
     greatest cosine with a sentence already chosen, is highest (maximal marginal relevance), so that the
     answer's few sentences do not all say one thing.
 
+    ``focus`` > 0: a further sentence is taken only from a document whose best-scored candidate reaches
+    ``focus`` times the best one's score: a document that is not about the question lends the answer no filler.
+
     ``titles``: the candidates' documents' titles, by id (what a code line's heading must say more than, to
     label it: :func:`_under`).
     """
@@ -420,6 +433,7 @@ def choose(question: str, cands: Sequence[Candidate], scores: np.ndarray, *,
     if repeated.any() and (~repeated).any() and rank[~repeated].max() >= max(add_above,
                                                                             AVOID_RATIO * rank[repeated].max()):
         rank = rank - 2.0 * repeated  # something new answers nearly as well: what was said goes last
+    far = _far_documents(cands, np.asarray(scores, np.float64), focus) if focus > 0 else set()
     qtokens = set(tokenize(question))
     # a line written as a title ("Smart Gradient Accumulation") answers only a question asking for a name
     named = asks_for_resource(question) or "name" in asked_kinds(question)
@@ -433,7 +447,7 @@ def choose(question: str, cands: Sequence[Candidate], scores: np.ndarray, *,
         c = cands[i]
         if blocks and len(taken) >= max_sentences:
             break
-        if blocks and rank[i] < add_above:
+        if blocks and (rank[i] < add_above or c.doc_id in far):
             continue
         if (c.doc_id, c.ordinal) in taken or _said(c.text, said, code=c.role in QUOTED_CODE):
             continue  # the same sentence in a second copy of the work (arXiv and proceedings) says nothing new

@@ -71,6 +71,9 @@ class Selector:
     #: how much a further sentence's likeness to those already chosen counts against it
     #: (:func:`dmlqa.query.quotes.choose`); 0: the answer takes the best-scored sentences as they come
     diversity: float = 0.0
+    #: a further sentence is taken only from a document whose best sentence scores at least this share of the
+    #: best sentence's (:func:`dmlqa.query.quotes.choose`); 0: from any document
+    focus: float = 0.0
     #: the tuned question encoder's weights, for the embedder it names (none: the ``tuned_*`` features are the
     #: plain cosines)
     tuning: QuestionTuning | None = None
@@ -86,7 +89,7 @@ class Selector:
                       np.asarray(data["coef"], np.float64), float(data["intercept"]), float(data["refuse_below"]),
                       float(data["add_above"]), int(data["max_words"]), int(data["read_on"]),
                       float(data["off_topic_margin"]), u, v, str(adapter["model"]) if adapter else "",
-                      float(data["diversity"]),
+                      float(data["diversity"]), float(data["focus"]),
                       QuestionTuning.from_json(data["tuning"]) if data.get("tuning") else None)
             if u is not None and (u.ndim != 2 or v.ndim != 2 or u.shape[::-1] != v.shape):
                 raise ValueError(f"adapter shapes {u.shape} and {v.shape} do not make a map")
@@ -104,6 +107,7 @@ class Selector:
                 "refuse_below": round(self.refuse_below, 4), "add_above": round(self.add_above, 4),
                 "max_words": self.max_words, "read_on": self.read_on,
                 "off_topic_margin": round(self.off_topic_margin, 4), "diversity": round(self.diversity, 4),
+                "focus": round(self.focus, 4),
                 **({"adapter": {"model": self.adapter_model, "u": [_rounded(r) for r in self.adapter_u],
                                 "v": [_rounded(r) for r in self.adapter_v]}} if self.adapter_u is not None else {}),
                 **({"tuning": self.tuning.to_json()} if self.tuning is not None else {})}
