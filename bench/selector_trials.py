@@ -40,6 +40,7 @@ import train_selector as ts  # noqa: E402 - beside this script
 
 from dmlqa.api import KnowledgeBase  # noqa: E402
 from dmlqa.query.english import english_word  # noqa: E402
+from dmlqa.query.features import ADAPTED, ASKED  # noqa: E402
 from dmlqa.query.selector import load_selector  # noqa: E402
 from dmlqa.query.tuning import question_encoder  # noqa: E402
 
@@ -259,6 +260,17 @@ _UNITS = [
 _HOW_MANY = re.compile(r"(?i)\bhow many ([a-z][\w-]*)")
 
 
+def _stated_columns(it: ts.Item, states: Callable[[str], bool] | None) -> np.ndarray:
+    """Per candidate, whether it states what the question asks for (``states`` of its text) and whether it does not;
+    both 0 for every candidate where the question asks for no such thing (``states`` None)."""
+    out = np.zeros((len(it.pool.candidates), 2))
+    if states is not None:
+        for i, c in enumerate(it.pool.candidates):
+            hit = states(c.text)
+            out[i] = (float(hit), float(not hit))
+    return out
+
+
 def _unit_columns(it: ts.Item) -> np.ndarray:
     """Whether a numeric question's measure is stated: the question asks how much memory, time, speed-up, share,
     size, bandwidth or throughput (or how many of something), and the candidate holds a figure with that unit (or
@@ -268,13 +280,7 @@ def _unit_columns(it: ts.Item) -> np.ndarray:
     if (m := _HOW_MANY.search(q)) is not None:
         noun = re.escape(m.group(1).rstrip("s"))
         asked.append(re.compile(r"(?i)" + _NUM + r"(?:[\w-]+\s+){0,2}" + noun + r"|\b" + noun + r"s?\s*[:=]\s*\d"))
-    out = np.zeros((len(it.pool.candidates), 2))
-    if not asked:
-        return out
-    for i, c in enumerate(it.pool.candidates):
-        hit = any(u.search(c.text) for u in asked)
-        out[i] = (float(hit), float(not hit))
-    return out
+    return _stated_columns(it, (lambda text: any(u.search(text) for u in asked)) if asked else None)
 
 
 _WHY = re.compile(r"(?i)^\W*why\b|\bwhat (?:is|was|are) the (?:reason|motivation|rationale)|\bwhat motivate|"
@@ -286,13 +292,8 @@ _BECAUSE = re.compile(r"(?i)\b(?:because|since|due to|owing to|as a result|there
 def _reason_columns(it: ts.Item) -> np.ndarray:
     """For a question asking why: whether the candidate gives a reason (a causal connective), and whether it gives
     none."""
-    out = np.zeros((len(it.pool.candidates), 2))
-    if not _WHY.search(it.q["question"]):
-        return out
-    for i, c in enumerate(it.pool.candidates):
-        hit = bool(_BECAUSE.search(c.text))
-        out[i] = (float(hit), float(not hit))
-    return out
+    return _stated_columns(it, (lambda text: _BECAUSE.search(text) is not None) if _WHY.search(it.q["question"])
+                           else None)
 
 
 def _novel_kind_columns(it: ts.Item) -> np.ndarray:
@@ -304,17 +305,11 @@ def _novel_kind_columns(it: ts.Item) -> np.ndarray:
     q = it.q["question"]
     # a number is read whole ("512", "1.5x"), not digit by digit
     kinds = [re.compile(r"\d[\w.]*") if KINDS[k].pattern == r"\d" else KINDS[k] for k in asked_kinds(q) if k in KINDS]
-    out = np.zeros((len(it.pool.candidates), 2))
-    if not kinds:
-        return out
 
     def held(text: str) -> set[str]:
         return {m.group().lower() for rx in kinds for m in rx.finditer(text)}
     asked = held(q)
-    for i, c in enumerate(it.pool.candidates):
-        hit = bool(held(c.text) - asked)
-        out[i] = (float(hit), float(not hit))
-    return out
+    return _stated_columns(it, (lambda text: bool(held(text) - asked)) if kinds else None)
 
 
 #: name -> (model, a change of each item's feature matrix or None, which labels it is fitted on)
@@ -339,9 +334,9 @@ TRIALS: dict[str, tuple[Callable[[], object], Callable[[ts.Item, np.ndarray], np
     "units": (Logistic, lambda it, x: np.hstack([x, _unit_columns(it)]), "both"),
     "reason": (Logistic, lambda it, x: np.hstack([x, _reason_columns(it)]), "both"),
     "novel-kind": (Logistic, lambda it, x: np.hstack([x, _novel_kind_columns(it)]), "both"),
-    "no-tuned": (Logistic, lambda it, x: x[:, :-5], "both"),
-    "no-adapted": (Logistic, lambda it, x: x[:, :-3], "both"),
-    "no-tuned-only": (Logistic, lambda it, x: np.hstack([x[:, :-5], x[:, -3:]]), "both"),
+    "no-tuned": (Logistic, lambda it, x: x[:, :-len(ASKED)], "both"),
+    "no-adapted": (Logistic, lambda it, x: x[:, :-len(ADAPTED)], "both"),
+    "no-tuned-only": (Logistic, lambda it, x: np.hstack([x[:, :-len(ASKED)], x[:, -len(ADAPTED):]]), "both"),
     "evidence-labels": (Logistic, None, "evidence"),
     "key-term-labels": (Logistic, None, "key term"),
 }
