@@ -304,14 +304,19 @@ def _lead_ins(out: list[Sentence], fences: list[int]) -> list[Sentence]:
     install megatron-core``; a page's text often loses its fences): it then announces the command."""
     for start in fences[::2]:
         if start and (s := out[start - 1]).role == HEADING and s.section == out[start].section and \
-                len(s.text.split()) >= 2 and (s.text.rstrip("*_").endswith(":") or _LEADS_IN.search(s.text)):
+                len(s.text.split()) >= 2 and (_colon_ended(s.text) or _LEADS_IN.search(s.text)):
             out[start - 1] = Sentence(s.doc_id, s.start, s.end, s.text, PROSE, s.page, s.section)
     for i, (s, nxt) in enumerate(zip(out, out[1:], strict=False)):
-        if s.role == HEADING and s.text.rstrip("*_").endswith(":") and len(s.text.split()) >= 2 and \
+        if s.role == HEADING and _colon_ended(s.text) and len(s.text.split()) >= 2 and \
                 nxt.role in (HEADING, CODE, FURNITURE) and nxt.section == s.section and _COMMAND_LINE.match(nxt.text) \
                 and _code_like(nxt.text):
             out[i] = Sentence(s.doc_id, s.start, s.end, s.text, PROSE, s.page, s.section)
     return out
+
+
+def _colon_ended(text: str) -> bool:
+    """Does the line end in ':', inside its emphasis or not ("**Install from PyPI:**")?"""
+    return text.rstrip("*_").endswith(":")
 
 
 #: A lead-in's last word when it has no colon: "... run", "... via", "... execute".
@@ -394,7 +399,7 @@ def _announces(sentences: list[Sentence], i: int) -> int:
     s = sentences[i]
     if s.role not in (PROSE, ITEM):
         return 0
-    if s.text.rstrip("*_").endswith(":") or "follow" in s.text and _FOLLOWING.search(s.text):  # substring: 10x quicker
+    if _colon_ended(s.text) or "follow" in s.text and _FOLLOWING.search(s.text):  # substring: 10x quicker
         return SNIPPET_LINES  # "... by setting the following in the config file."
     if COMMENT.match(s.text):
         return 1

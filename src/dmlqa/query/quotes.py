@@ -429,11 +429,11 @@ def choose(question: str, cands: Sequence[Candidate], scores: np.ndarray, *,
     if not len(cands):
         return []
     rank = np.asarray(scores, np.float64)
+    far = _far_documents(cands, rank, focus) if focus > 0 else set()  # by the scores, before what was said goes last
     repeated = np.array([c.text in avoid for c in cands], bool)
     if repeated.any() and (~repeated).any() and rank[~repeated].max() >= max(add_above,
                                                                             AVOID_RATIO * rank[repeated].max()):
         rank = rank - 2.0 * repeated  # something new answers nearly as well: what was said goes last
-    far = _far_documents(cands, np.asarray(scores, np.float64), focus) if focus > 0 else set()
     qtokens = set(tokenize(question))
     # a line written as a title ("Smart Gradient Accumulation") answers only a question asking for a name
     named = asks_for_resource(question) or "name" in asked_kinds(question)
