@@ -122,7 +122,12 @@ def test_math_in_prose_and_a_list_of_version_bounds_are_no_code_but_shell_and_co
     for item in ("- NCCL >= 2.0", "- Tensorflow >= 1.11.0, < 2.0",
                  "- PyTorch >= 2.2 - Python >= 3.7 - CUDA >= 11.0 - NVIDIA GPU Compute Capability >= 7.0 - Linux OS"):
         assert classify(item, ITEM) == ITEM, item
+    # a news item's range of releases: FlexFlow's "Adding AMD GPU support" was read as a line of code
+    for item in ("- [09/02/2023] Adding AMD GPU support, released Docker images for ROCM 5.3->5.6",
+                 "- Upgraded the default image from v1.12 -> v2.0 for all users"):
+        assert classify(item, ITEM) == ITEM, item
     for code in ("export NNODES=2; export WORLD_SIZE=$(($GPUS_PER_NODE*$NNODES)); echo $WORLD_SIZE",
+                 "def f(x: int) -> int: return x", "p->next = q->next; // 1.2->3.4",
                  "done = self.cur_pos >= self.end_pos",
                  "export PATH=$HOME/bin:$PATH; echo $PATH >= $OLD", "if (i >= n) { return x; }"):
         assert classify(code) == CODE, code

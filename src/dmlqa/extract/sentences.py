@@ -34,6 +34,7 @@ from dmlqa.extract.textscan import (
     LINKING,
     MATH,
     VERSION_BOUND,
+    VERSION_RANGE,
     count_upto,
     holds,
     letter_count,
@@ -58,7 +59,7 @@ QUOTED_CODE = (SNIPPET, LISTING)  # the roles of code lines that are quoted (und
 #: LISTING_CHARS is not quoted (a command with all its flags is ~150 characters).
 SNIPPET_LINES, SNIPPET_CHARS, LISTING_CHARS = 3, 120, 200
 #: Raised with any change to the sentences or roles a text is split into: a build then splits unchanged documents again.
-SPLIT_VERSION = 3
+SPLIT_VERSION = 4
 #: Length bounds of a quotable sentence (characters, words); the chat UI reads the same numbers.
 MIN_CHARS, MAX_CHARS, MIN_WORDS = 30, 500, 5
 
@@ -511,8 +512,9 @@ def _reads_as_prose(text: str, words: list[str]) -> bool:
 def _reads_as_code(text: str, words: list[str]) -> bool:
     """Code, not prose: 3 code tokens, one among few letters, or few letters, unless :func:`_reads_as_prose` (with its
     math read as words: "we split the columns of $A$ into $[A_1 ~ A_2]$, and ..."). A version bound reads as what it
-    bounds: "- NCCL >= 2.0" in a list of requirements is no line of code."""
+    bounds: "- NCCL >= 2.0" in a list of requirements is no line of code, nor "ROCm 5.3->5.6" in a news item."""
     text = VERSION_BOUND.sub(r"\1", text) if "=" in text else text
+    text = VERSION_RANGE.sub(r"\1 to \2", text) if "->" in text else text
     hits, letters, n = _code_tokens(text, 3), letter_count(text), len(text)
     return (hits >= 3 or (hits and letters < 0.6 * n) or letters < 0.5 * n) and not _reads_as_prose(text, words) and \
         not ("$" in text and _reads_as_prose(plain := MATH.sub(" x ", text), plain.split()))

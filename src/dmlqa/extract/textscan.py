@@ -30,6 +30,9 @@ CODE_TOKENS = re.compile(r"[{};=]|\(\)|\b(?:(?:def|return|import|self|lambda|eli
 MATH = re.compile(r"\$\$[^$\n]{1,300}?\$\$|\$(?=[^\s$])[^$\n]{1,300}?(?<=[^\s$])\$")
 #: A version bound in a list of requirements ("PyTorch >= 2.2", "Open MPI >= 2.X"): group 1 is what it bounds.
 VERSION_BOUND = re.compile(r"([A-Za-z][\w.+-]*)\s?[<>]=\s?v?\d[\w.]*")
+#: A range of releases written with an arrow ("ROCm 5.3->5.6", "v1.2 -> v2.0"): a news item's "from ... to", no
+#: return type or pointer.
+VERSION_RANGE = re.compile(r"(?<![\w.])(v?\d+(?:\.\d+)+)\s?->\s?(v?\d+(?:\.\d+)+)(?![\w(])")
 
 
 def code_comment(text: str) -> bool:
