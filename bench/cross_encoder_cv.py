@@ -143,7 +143,9 @@ def main() -> None:
     ce_alone = float(np.mean([items[i].labels[ce[i][0][int(np.argmax(ce[i][1]))]] for i in answerable]))
 
     def scored(oof: list[np.ndarray]) -> dict:
-        return ts.evaluate(items, oof, ADD_ABOVE, ts.refuse_cut(items, oof), MAX_WORDS, READ_ON)
+        topic_cut = ts.off_topic_cut(items)
+        return ts.evaluate(items, oof, ts.Setting(ADD_ABOVE, MAX_WORDS, READ_ON), ts.refuse_cut(items, oof, topic_cut),
+                           topic_cut)
 
     results = {"questions": len(items), "folds": ts.FOLDS, "top_n": TOP_N, "negatives": NEGATIVES,
                "max_tokens": MAX_TOKENS, "learning_rate": LEARNING_RATE, "seconds": round(time.perf_counter() - t0),

@@ -188,8 +188,7 @@ def main() -> None:
         return np.hstack(cols)
 
     def score(items_: list[ts.Item], scores: list[np.ndarray]) -> dict:
-        r = ts.evaluate(items_, scores, shipped.add_above, 0.0, shipped.max_words, shipped.read_on,
-                        shipped.off_topic_margin, shipped.diversity, shipped.focus)
+        r = ts.evaluate(items_, scores, ts.Setting.of(shipped), 0.0, shipped.off_topic_margin)
         return {k: r[k] for k in ("key_term_stated", "top1_positive", "median_words") if k in r}
 
     def trial(columns_: int) -> dict:

@@ -375,18 +375,17 @@ def run(name: str, items: list[ts.Item], held: dict[str, list[ts.Item]], prepare
     topic_cut = prepared["topic_cut"]
     refuse = ts.refuse_cut(items, oof, topic_cut)
     shipped = load_selector(ts.ROOT / "src/dmlqa/query/selector.json")
-    settings = [(shipped.add_above, shipped.max_words, shipped.read_on, shipped.diversity, shipped.focus)]
+    settings = [ts.Setting.of(shipped)]
     if grid:  # the setting train_selector.py's grid would choose for this model
         settings.append(ts.pick_setting(ts.settings_grid(items, oof, refuse, topic_cut)))
     rows = []
-    for add_above, max_words, read_on, diversity, focus in dict.fromkeys(settings):
-        row: dict = {"trial": name, "add_above": add_above, "max_words": max_words, "read_on": read_on,
-                     "diversity": diversity, "focus": focus}
-        cv = ts.evaluate(items, oof, add_above, refuse, max_words, read_on, topic_cut, diversity, focus)
+    for setting in dict.fromkeys(settings):
+        row: dict = {"trial": name, **setting._asdict()}
+        cv = ts.evaluate(items, oof, setting, refuse, topic_cut)
         row["cross_validation"] = {k: cv[k] for k in ("key_term_stated", "keyword_hit_rate", "median_words",
                                                       "top1_positive")}
         for n, hitems in held.items():
-            e = ts.evaluate(hitems, scores[n], add_above, refuse, max_words, read_on, topic_cut, diversity, focus)
+            e = ts.evaluate(hitems, scores[n], setting, refuse, topic_cut)
             row[n] = {k: e[k] for k in ("key_term_stated", "keyword_hit_rate", "median_words", "refusal_accuracy")}
         rows.append(row)
         print(json.dumps(row), flush=True)

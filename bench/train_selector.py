@@ -60,6 +60,7 @@ import unicodedata
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
+from typing import NamedTuple
 
 import numpy as np
 from sklearn.linear_model import LogisticRegression
@@ -361,31 +362,45 @@ def fold_features(items: list[Item], base: list[np.ndarray], tuned: list[np.ndar
              for i in test})
 
 
+class Setting(NamedTuple):
+    """How an answer is written from its sentences' scores (:func:`dmlqa.query.quotes.choose`): the grid's axes, in
+    the order the results name them. Passed whole, so that a script scoring answers cannot drop one by position."""
+
+    add_above: float
+    max_words: int
+    read_on: int
+    diversity: float = 0.0
+    focus: float = 0.0
+
+    @classmethod
+    def of(cls, selector: Selector) -> Setting:
+        """The setting a fitted selector answers with."""
+        return cls(selector.add_above, selector.max_words, selector.read_on, selector.diversity, selector.focus)
+
+
 def settings_grid(items: list[Item], scores: list[np.ndarray], refuse_below: float,
-                  topic_cut: float) -> dict[tuple, dict]:
-    """The answers' scores at every (add_above, max_words, read_on, diversity, focus) of the grid."""
-    return {(a, w, r, d, f): evaluate(items, scores, a, refuse_below, w, r, topic_cut, d, f)
-            for a in ADD_GRID for w in WORDS_GRID for r in READ_ON_GRID for d in DIVERSITY_GRID for f in FOCUS_GRID}
+                  topic_cut: float) -> dict[Setting, dict]:
+    """The answers' scores at every setting of the grid."""
+    grid = (Setting(a, w, r, d, f) for a in ADD_GRID for w in WORDS_GRID for r in READ_ON_GRID
+            for d in DIVERSITY_GRID for f in FOCUS_GRID)
+    return {k: evaluate(items, scores, k, refuse_below, topic_cut) for k in grid}
 
 
-def pick_setting(grid: dict[tuple, dict]) -> tuple:
+def pick_setting(grid: dict[Setting, dict]) -> Setting:
     """The grid's choice: among the settings whose median answer is at most MAX_MEDIAN_WORDS, those stating a key
     term within ADD_TOLERANCE of the best, the shortest budget, highest cut, most focus, least reading on and least
     diversity."""
     ok = [k for k in grid if grid[k]["median_words"] <= MAX_MEDIAN_WORDS] or [
-        (max(ADD_GRID), min(WORDS_GRID), 0, 0.0, max(FOCUS_GRID))]
+        Setting(max(ADD_GRID), min(WORDS_GRID), 0, 0.0, max(FOCUS_GRID))]
     top = max(grid[k]["key_term_stated"] for k in ok)
     return min((k for k in ok if grid[k]["key_term_stated"] >= top - ADD_TOLERANCE),
-               key=lambda k: (k[1], -k[0], -k[4], k[2], k[3]))
+               key=lambda k: (k.max_words, -k.add_above, -k.focus, k.read_on, k.diversity))
 
 
-def answer_text(it: Item, scores: np.ndarray, add_above: float, max_words: int,
-                read_on: int, diversity: float = 0.0, focus: float = 0.0) -> tuple[str, int, set[str]]:
+def answer_text(it: Item, scores: np.ndarray, setting: Setting) -> tuple[str, int, set[str]]:
     """The answer's text, its length in words and the (normalised) addresses it cites."""
-    chosen = choose(it.q["question"], it.pool.candidates, scores, neighbour=it.pool.neighbour, add_above=add_above,
-                    max_words=max_words, read_on=read_on, diversity=diversity, focus=focus,
-                    vectors=it.vectors.__getitem__,
-                    titles={h.doc_id: h.title for h in it.pool.sources})
+    chosen = choose(it.q["question"], it.pool.candidates, scores, neighbour=it.pool.neighbour,
+                    **setting._asdict(), vectors=it.vectors.__getitem__, titles=it.pool.titles)
     if not chosen:
         return "", 0, set()
     body, citations = compose(chosen, it.pool.sources, question=it.q["question"])
@@ -402,12 +417,13 @@ def gold_sources(it: Item) -> set[str]:
                    if e and c.doc_id in url}
 
 
-def evaluate(items: list[Item], scores: list[np.ndarray], add_above: float, refuse_below: float,
-             max_words: int, read_on: int, topic_cut: float, diversity: float = 0.0, focus: float = 0.0) -> dict:
+def evaluate(items: list[Item], scores: list[np.ndarray], setting: Setting, refuse_below: float,
+             topic_cut: float) -> dict:
+    """The answers' scores: key term stated, keyword share, refusals, median length, gold cited, best sentence."""
     stated, kw_share, words, refused_ans, refused_un, top1, cited = [], [], [], [], [], [], []
     for it, s in zip(items, scores, strict=True):
         best = float(s.max()) if len(s) else 0.0
-        body, n_words, urls = (answer_text(it, s, add_above, max_words, read_on, diversity, focus) if len(s)
+        body, n_words, urls = (answer_text(it, s, setting) if len(s)
                                else ("", 0, set()))
         refused = not body or best < refuse_below or bool(it.absent) or off_topic(it, topic_cut)
         if not it.q.get("answerable", True):
@@ -546,7 +562,7 @@ def main() -> None:
     topic_cut = off_topic_cut(items)
     refuse_below = refuse_cut(items, oof, topic_cut)
     grid = settings_grid(items, oof, refuse_below, topic_cut)
-    add_above, max_words, read_on, diversity, focus = pick_setting(grid)
+    setting = pick_setting(grid)
 
     answerable = [it for it in items if it.q.get("answerable", True) and it.q.get("evidence")]
     answering = [it for it in items if _fits(it)]
@@ -557,8 +573,9 @@ def main() -> None:
     whole = cross_fitted(items, list(range(len(items))))
     final = fit(items, [with_asked(base[i], tuned[i], whole[i]) for i in range(len(items))])
     u, v = fit_items(items)
-    final = Selector(final.features, final.mean, final.scale, final.coef, final.intercept, refuse_below, add_above,
-                     max_words, read_on, topic_cut, u, v, model, diversity, focus, tuning)
+    final = Selector(final.features, final.mean, final.scale, final.coef, final.intercept, refuse_below,
+                     setting.add_above, setting.max_words, setting.read_on, topic_cut, u, v, model, setting.diversity,
+                     setting.focus, tuning)
     Path(args.out).write_text(compact_lists(json.dumps(final.to_json(), indent=1)) + "\n", encoding="utf-8")
     # the held-apart sets' questions as the answerer reads them: by the tuning that ships, run as it runs
     shipped_encoder = question_encoder(tuning, encoder_kind, workdir)
@@ -571,8 +588,7 @@ def main() -> None:
         held = _questions(args.validate)
         cache = args.cache.with_suffix(".validate" + args.cache.suffix) if args.cache else None
         vitems = collect(kb, held, cache)
-        validation = evaluate(vitems, scores_of(vitems), add_above, refuse_below, max_words, read_on, topic_cut,
-                              diversity, focus)
+        validation = evaluate(vitems, scores_of(vitems), setting, refuse_below, topic_cut)
         validation.pop("top1_positive")  # its labels need evidence sentences, which a validation set lacks
         validation.pop("gold_cited")  # dmlqa eval's citation_hit_rate is the measure there (gold URLs only)
     def held_apart(pattern: str, suffix: str) -> dict | None:  # scored only, as the validation set
@@ -586,8 +602,8 @@ def main() -> None:
 
         def scored(keep: Callable[[dict], bool]) -> dict:
             chosen = [i for i, it in enumerate(hitems) if keep(it.q)]
-            return evaluate([hitems[i] for i in chosen], [hscores[i] for i in chosen], add_above, refuse_below,
-                            max_words, read_on, topic_cut, diversity, focus)
+            return evaluate([hitems[i] for i in chosen], [hscores[i] for i in chosen], setting, refuse_below,
+                            topic_cut)
         return {"files": [Path(f).name for f in held_files], "questions": len(hitems),
                 "answerable": sum(1 for q in hq if q.get("answerable", True)), **scored(lambda q: True),
                 "key_term_stated_by_kind": {kind: scored(lambda q, k=kind: q.get("kind") == k)["key_term_stated"]
@@ -618,23 +634,18 @@ def main() -> None:
             "adapter": {"rank": RANK, "penalty": PENALTY, "steps": STEPS},
             "tuning": {"mode": TUNING, "parameters": tuning.size, "epochs": EPOCHS,
                        "learning_rate": LEARNING_RATE[TUNING]}},
-        "add_above": add_above,
-        "max_words": max_words,
-        "read_on": read_on,
-        "diversity": diversity,
-        "focus": focus,
+        **setting._asdict(),
         "refuse_below": round(refuse_below, 4),
         "off_topic_margin": round(topic_cut, 4),
-        "cross_validation": grid[(add_above, max_words, read_on, diversity, focus)],
+        "cross_validation": grid[setting],
         # the spread a held-apart set of this size may show: each fold's questions scored alone
-        "key_term_stated_by_fold": [evaluate([items[i] for i in test], [oof[i] for i in test], add_above, refuse_below,
-                                             max_words, read_on, topic_cut, diversity, focus)["key_term_stated"]
-                                    for _, test in folds],
+        "key_term_stated_by_fold": [evaluate([items[i] for i in test], [oof[i] for i in test], setting, refuse_below,
+                                             topic_cut)["key_term_stated"] for _, test in folds],
         # each file's questions alone (files written later ask other things: facts deep in a paper's body)
         "key_term_stated_by_file": {name: evaluate(
             [items[i] for i, (f, _) in enumerate(sourced) if f == name], [oof[i] for i, (f, _) in enumerate(sourced)
                                                                          if f == name],
-            add_above, refuse_below, max_words, read_on, topic_cut, diversity, focus)["key_term_stated"]
+            setting, refuse_below, topic_cut)["key_term_stated"]
             for name in dict.fromkeys(f for f, q in sourced if q.get("answerable", True))},
         "validation": {"file": args.validate.name, **validation} if validation else None,
         "heldout": heldout,

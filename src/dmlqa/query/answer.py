@@ -148,7 +148,7 @@ def extractive_answer(
     chosen = choose(question, pool.candidates, scores, neighbour=pool.neighbour, add_above=selector.add_above,
                     avoid=avoid, max_sentences=options.max_sentences or MAX_SENTENCES, max_words=selector.max_words,
                     read_on=selector.read_on, diversity=selector.diversity, focus=selector.focus,
-                    vectors=pool.vectors_for, titles={h.doc_id: h.title for h in pool.sources})
+                    vectors=pool.vectors_for, titles=pool.titles)
     if not chosen or float(scores.max()) < selector.refuse_below:
         return REFUSAL, [], True, []
     body, citations = compose(chosen, pool.sources, question=question)

@@ -104,6 +104,11 @@ class Pool:
         self._features = None
 
     @property
+    def titles(self) -> dict[str, str]:
+        """Each source document's title by id: what :func:`dmlqa.query.quotes.choose` tells a title line by."""
+        return {h.doc_id: h.title for h in self.sources}
+
+    @property
     def features(self) -> np.ndarray:
         """One row of :data:`dmlqa.query.features.FEATURES` per candidate (computed once)."""
         if self._features is None:
