@@ -142,8 +142,9 @@ def main() -> None:
     answerable = [i for i, it in enumerate(items) if it.labels.any() and i in ce]
     ce_alone = float(np.mean([items[i].labels[ce[i][0][int(np.argmax(ce[i][1]))]] for i in answerable]))
 
+    topic_cut = ts.off_topic_cut(items)
+
     def scored(oof: list[np.ndarray]) -> dict:
-        topic_cut = ts.off_topic_cut(items)
         return ts.evaluate(items, oof, ts.Setting(ADD_ABOVE, MAX_WORDS, READ_ON), ts.refuse_cut(items, oof, topic_cut),
                            topic_cut)
 

@@ -423,8 +423,7 @@ def evaluate(items: list[Item], scores: list[np.ndarray], setting: Setting, refu
     stated, kw_share, words, refused_ans, refused_un, top1, cited = [], [], [], [], [], [], []
     for it, s in zip(items, scores, strict=True):
         best = float(s.max()) if len(s) else 0.0
-        body, n_words, urls = (answer_text(it, s, setting) if len(s)
-                               else ("", 0, set()))
+        body, n_words, urls = answer_text(it, s, setting) if len(s) else ("", 0, set())
         refused = not body or best < refuse_below or bool(it.absent) or off_topic(it, topic_cut)
         if not it.q.get("answerable", True):
             refused_un.append(refused)
@@ -573,9 +572,9 @@ def main() -> None:
     whole = cross_fitted(items, list(range(len(items))))
     final = fit(items, [with_asked(base[i], tuned[i], whole[i]) for i in range(len(items))])
     u, v = fit_items(items)
-    final = Selector(final.features, final.mean, final.scale, final.coef, final.intercept, refuse_below,
-                     setting.add_above, setting.max_words, setting.read_on, topic_cut, u, v, model, setting.diversity,
-                     setting.focus, tuning)
+    final = Selector(final.features, final.mean, final.scale, final.coef, final.intercept, refuse_below=refuse_below,
+                     off_topic_margin=topic_cut, adapter_u=u, adapter_v=v, adapter_model=model, tuning=tuning,
+                     **setting._asdict())
     Path(args.out).write_text(compact_lists(json.dumps(final.to_json(), indent=1)) + "\n", encoding="utf-8")
     # the held-apart sets' questions as the answerer reads them: by the tuning that ships, run as it runs
     shipped_encoder = question_encoder(tuning, encoder_kind, workdir)
