@@ -15,7 +15,8 @@ and measures, with the selector's own five folds (grouped by gold document):
   and the logistic regression is cross-validated again, answers scored as ``train_selector.py`` scores them.
 
 The result (bench/results/cross_encoder_cv.json) is what decides whether the product ships such a model:
-its weights would be ~90 MB and scoring 15 candidates costs ~0.25 s of CPU an answer. About 80 minutes on 2 cores (2026-11-29: ~15 min a fold, five folds).
+its weights would be ~90 MB and scoring 15 candidates costs ~0.25 s of CPU an answer. About 80 minutes on 2
+cores (2026-11-29: ~15 min a fold, five folds).
 """
 
 from __future__ import annotations
