@@ -86,11 +86,13 @@ class Selector:
             u, v = ((np.asarray(adapter["u"], np.float32), np.asarray(adapter["v"], np.float32)) if adapter
                     else (None, None))
             sel = cls(names, np.asarray(data["mean"], np.float64), np.asarray(data["scale"], np.float64),
-                      np.asarray(data["coef"], np.float64), float(data["intercept"]), float(data["refuse_below"]),
-                      float(data["add_above"]), int(data["max_words"]), int(data["read_on"]),
-                      float(data["off_topic_margin"]), u, v, str(adapter["model"]) if adapter else "",
-                      float(data["diversity"]), float(data["focus"]),
-                      QuestionTuning.from_json(data["tuning"]) if data.get("tuning") else None)
+                      np.asarray(data["coef"], np.float64), float(data["intercept"]),
+                      refuse_below=float(data["refuse_below"]), add_above=float(data["add_above"]),
+                      max_words=int(data["max_words"]), read_on=int(data["read_on"]),
+                      off_topic_margin=float(data["off_topic_margin"]), adapter_u=u, adapter_v=v,
+                      adapter_model=str(adapter["model"]) if adapter else "", diversity=float(data["diversity"]),
+                      focus=float(data["focus"]),
+                      tuning=QuestionTuning.from_json(data["tuning"]) if data.get("tuning") else None)
             if u is not None and (u.ndim != 2 or v.ndim != 2 or u.shape[::-1] != v.shape):
                 raise ValueError(f"adapter shapes {u.shape} and {v.shape} do not make a map")
         except (KeyError, TypeError, ValueError) as exc:
