@@ -2,6 +2,7 @@
 
     .venv/bin/python bench/selector_trials.py --home /tmp/snaphome --cache /tmp/pools.pkl prepare
     .venv/bin/python bench/selector_trials.py --home /tmp/snaphome --cache /tmp/pools.pkl run lr gbt blend
+    .venv/bin/python bench/selector_trials.py --home /tmp/snaphome --cache /tmp/pools.pkl curve
 
 A refit (``train_selector.py``) spends its time retrieving (cached by its ``--cache``), tuning the question
 encoder (cached beside it) and cross-fitting the question adapters inside each of the five folds. None of that
@@ -13,7 +14,10 @@ named trial in place of the logistic regression and scores it as the refit does:
 the shipped settings (add above, budget, reading on, diversity, focus), and on the held-out set, ``dev.jsonl`` and the
 unseen set (scored only; nothing is chosen on them). ``lr`` reproduces the refit's own numbers
 (``bench/results/selector.json``); ``--grid`` also scores each trial at the setting the refit's grid would
-choose for it. The cache must come from ``train_selector.py --cache`` on the same home.
+choose for it. ``curve`` asks where the shipped model's cross-validated key term is bounded: by the number of
+training questions (a learning curve), by the fit (scored on its own training questions) or by the ranking (the
+answers with each question's positive candidates ranked first). The cache must come from
+``train_selector.py --cache`` on the same home.
 """
 
 from __future__ import annotations
@@ -354,19 +358,87 @@ def _labels(it: ts.Item, which: str) -> np.ndarray:
     return it.labels
 
 
+def out_of_fold(items: list[ts.Item], prepared: dict, factory: Callable[[], object] = Logistic,
+                x_of: Callable[[ts.Item, np.ndarray], np.ndarray] = lambda it, x: x,
+                labels: Callable[[ts.Item], np.ndarray] = lambda it: it.labels, share: float = 1.0,
+                rng: np.random.Generator | None = None) -> list[np.ndarray]:
+    """Each training question's scores by the fold model that did not see it. ``share`` < 1: each fold's model
+    is fitted on that share of its training works only (drawn with ``rng`` by gold source, the unit the folds
+    are split by, so that no work is half seen)."""
+    fits = {i for i, it in enumerate(items) if ts._fits(it)}
+    oof: list[np.ndarray] = [np.zeros(0)] * len(items)
+    for train, test in prepared["folds"]:
+        keep = [i for i in train if i in fits]
+        if share < 1.0:
+            keep = works_share(keep, [items[i].group for i in keep], share, rng or np.random.default_rng(0))
+        model = factory().fit([x_of(items[i], train[i]) for i in keep], [labels(items[i]) for i in keep])
+        for i, x in test.items():
+            oof[i] = model.score(x_of(items[i], x)) if len(x) else np.zeros(0)
+    return oof
+
+
+def works_share(idx: list[int], groups: list[str], share: float, rng: np.random.Generator) -> list[int]:
+    """The questions (``idx``, each of the work ``groups`` names) of a random ``share`` of the works, at least one."""
+    works = sorted(set(groups))
+    chosen = set(rng.choice(works, max(1, round(share * len(works))), replace=False).tolist())
+    return [i for i, g in zip(idx, groups, strict=True) if g in chosen]
+
+
+def first_positive(scores: np.ndarray, labels: np.ndarray) -> int:
+    """The rank (0 for the best) of the best-scored positive candidate, or -1 where the pool holds none."""
+    ranked = labels[np.argsort(-np.asarray(scores), kind="stable")]
+    return int(np.argmax(ranked)) if ranked.any() else -1
+
+
+#: The bins :func:`curve` counts first-positive ranks in: (label, lowest rank, highest rank).
+RANK_BINS = (("1", 0, 0), ("2", 1, 1), ("3", 2, 2), ("4-5", 3, 4), ("6-10", 5, 9), ("11-20", 10, 19),
+             ("over 20", 20, 10**9), ("none", -1, -1))
+
+#: The shares of the training works :func:`curve` fits the fold models on, and the draws of each.
+CURVE_SHARES = (0.25, 0.5, 0.75)
+CURVE_DRAWS = 3
+
+
+def curve(items: list[ts.Item], prepared: dict, setting: ts.Setting) -> dict:
+    """Whether more training questions, a closer fit or a better ranking would raise the cross-validated key term:
+    the learning curve (each fold's model on a share of its works), the model scored on the questions it was
+    fitted on, the answers with each question's positives ranked first (the ceiling of a perfect ranking of these
+    candidates), and where the best positive ranks, among all answerable questions and among those whose answer
+    states no key term."""
+    topic_cut = prepared["topic_cut"]
+
+    def scored(scores: list[np.ndarray]) -> dict:
+        e = ts.evaluate(items, scores, setting, ts.refuse_cut(items, scores, topic_cut), topic_cut)
+        return {k: e[k] for k in ("key_term_stated", "top1_positive", "median_words")}
+    oof = out_of_fold(items, prepared)
+    learning = [{"share": s, "draws": [scored(out_of_fold(items, prepared, share=s, rng=np.random.default_rng(d)))
+                                       for d in range(CURVE_DRAWS)]} for s in CURVE_SHARES]
+    learning.append({"share": 1.0, "draws": [scored(oof)]})
+    fitted = [i for i, it in enumerate(items) if ts._fits(it)]
+    whole = Logistic().fit([prepared["final"][i] for i in fitted], [items[i].labels for i in fitted])
+    in_sample = [whole.score(x) if len(x) else np.zeros(0) for x in prepared["final"]]
+    first = [s + 10.0 * it.labels if len(s) else s for it, s in zip(items, oof, strict=True)]
+    ranks: dict[str, dict[str, int]] = {"answerable": {}, "no key term": {}}
+    for it, s in zip(items, oof, strict=True):
+        if not it.q.get("answerable", True) or not len(s):
+            continue
+        r = first_positive(s, it.labels)
+        label = next(b for b, lo, hi in RANK_BINS if lo <= r <= hi)
+        body, _, _ = ts.answer_text(it, s, setting)
+        for kind in ("answerable",) + (() if ts.states_keyword(body, it.q.get("keywords") or []) else ("no key term",)):
+            ranks[kind][label] = ranks[kind].get(label, 0) + 1
+    return {"setting": setting._asdict(), "learning_curve": learning, "in_sample": scored(in_sample),
+            "positives_first": scored(first),
+            "first_positive_rank": {k: {b: v.get(b, 0) for b, _, _ in RANK_BINS} for k, v in ranks.items()}}
+
+
 def run(name: str, items: list[ts.Item], held: dict[str, list[ts.Item]], prepared: dict, grid: bool) -> dict:
     factory, change, which = TRIALS[name]
 
     def x_of(it: ts.Item, x: np.ndarray) -> np.ndarray:
         return change(it, x) if change is not None and len(x) else x
     fitted = [i for i, it in enumerate(items) if ts._fits(it)]
-    fits = set(fitted)
-    oof: list[np.ndarray] = [np.zeros(0)] * len(items)
-    for train, test in prepared["folds"]:
-        keep = [i for i in train if i in fits]
-        model = factory().fit([x_of(items[i], train[i]) for i in keep], [_labels(items[i], which) for i in keep])
-        for i, x in test.items():
-            oof[i] = model.score(x_of(items[i], x)) if len(x) else np.zeros(0)
+    oof = out_of_fold(items, prepared, factory, x_of, lambda it: _labels(it, which))
     final = factory().fit([x_of(items[i], prepared["final"][i]) for i in fitted],
                           [_labels(items[i], which) for i in fitted])
     scores = {n: [final.score(x_of(it, x)) if len(x) else np.zeros(0) for it, x in zip(hitems, prepared["held"][n],
@@ -398,9 +470,9 @@ def main() -> None:
     ap.add_argument("--cache", type=Path, required=True, help="train_selector.py's --cache file (its pools)")
     ap.add_argument("--prepared", type=Path, help="where prepare writes the features (default: beside the cache)")
     ap.add_argument("--grid", action="store_true", help="also score each trial at the setting the grid picks for it")
-    ap.add_argument("--results", type=Path, default=ts.ROOT / "bench/results/selector_trials.json",
-                    help="where run writes its rows as JSON")
-    ap.add_argument("step", choices=["prepare", "run"])
+    ap.add_argument("--results", type=Path, help="where run (or curve) writes its JSON (default: "
+                    "bench/results/selector_trials.json, or selector_curve.json)")
+    ap.add_argument("step", choices=["prepare", "run", "curve"])
     ap.add_argument("trials", nargs="*", default=list(TRIALS), help=f"of {', '.join(TRIALS)} (default: all)")
     args = ap.parse_args()
     prepared_path = args.prepared or args.cache.with_suffix(".trials" + args.cache.suffix)
@@ -408,15 +480,23 @@ def main() -> None:
     if args.step == "prepare":
         prepare(kb, args.cache, prepared_path)
         return
+    results_path = args.results or ts.ROOT / "bench/results" / (
+        "selector_curve.json" if args.step == "curve" else "selector_trials.json")
     unknown = [t for t in args.trials if t not in TRIALS]
     if unknown:
         sys.exit(f"no trial named {', '.join(unknown)}; known: {', '.join(TRIALS)}")
     if not prepared_path.exists():
         sys.exit(f"{prepared_path} does not exist: run this script's prepare step first")
     prepared = pickle.loads(prepared_path.read_bytes())
-    items, held = _training(kb, args.cache), _held(kb, args.cache)
+    items = _training(kb, args.cache)
+    if args.step == "curve":
+        shipped = ts.Setting.of(load_selector(ts.ROOT / "src/dmlqa/query/selector.json"))
+        results_path.write_text(json.dumps(curve(items, prepared, shipped), indent=1) + "\n", encoding="utf-8")
+        print(results_path.read_text(encoding="utf-8"))
+        return
+    held = _held(kb, args.cache)
     results = [run(t, items, held, prepared, args.grid) for t in args.trials]
-    args.results.write_text(json.dumps(results, indent=1) + "\n", encoding="utf-8")
+    results_path.write_text(json.dumps(results, indent=1) + "\n", encoding="utf-8")
 
 
 if __name__ == "__main__":

@@ -1041,6 +1041,34 @@ def test_the_off_topic_cut_passes_every_answerable_question_it_can() -> None:
     assert 0.02 < cut < 0.25
 
 
+def test_the_curve_ranks_the_best_scored_positive_and_draws_whole_works() -> None:
+    """``selector_trials.py curve``'s counts: the best-scored positive of a pool ranks second when a negative
+    scores above it (-1 with none); a learning curve's share draws whole works, so that no work is half seen, and
+    at least one."""
+    import importlib.util
+    import sys
+    from pathlib import Path
+
+    path = Path(__file__).resolve().parent.parent / "bench" / "selector_trials.py"
+    spec = importlib.util.spec_from_file_location("dmlqa_bench_selector_trials", path)
+    assert spec is not None and spec.loader is not None
+    trials = importlib.util.module_from_spec(spec)
+    sys.modules[spec.name] = trials
+    spec.loader.exec_module(trials)
+
+    scores = np.array([0.1, 0.9, 0.5, 0.3])
+    assert trials.first_positive(scores, np.array([True, False, True, False])) == 1
+    assert trials.first_positive(scores, np.array([False, True, False, False])) == 0
+    assert trials.first_positive(scores, np.zeros(4, bool)) == -1
+    groups = ["a", "a", "b", "c", "c", "c"]
+    for seed in range(5):
+        drawn = trials.works_share(list(range(6)), groups, 0.34, np.random.default_rng(seed))
+        assert len({groups[i] for i in drawn}) == 1  # one work of three, with every question of it
+        assert drawn == [i for i, g in enumerate(groups) if g == groups[drawn[0]]]
+    assert trials.works_share(list(range(6)), groups, 0.01, np.random.default_rng(0))  # at least one work
+    assert trials.works_share(list(range(6)), groups, 1.0, np.random.default_rng(0)) == list(range(6))
+
+
 def test_the_question_adapter_learns_to_turn_questions_towards_the_answering_sentences() -> None:
     """Made-up pools where the answering sentence holds the question's terms and what they map to elsewhere
     (the question's first half of the space, shifted into the second), while a distractor sits nearer the
