@@ -985,13 +985,13 @@ def test_the_best_sentence_brings_the_sentences_after_it_it_reads_on() -> None:
 # -- the refit's refusal cut (bench/train_selector.py) ------------------------------------------------------
 
 
-def _bench():  # noqa: ANN202 - the bench script is no package: loaded from its file
+def _bench(script: str = "train_selector"):  # noqa: ANN202 - a bench script is no package: loaded from its file
     import importlib.util
     import sys
     from pathlib import Path
 
-    path = Path(__file__).resolve().parent.parent / "bench" / "train_selector.py"
-    spec = importlib.util.spec_from_file_location("dmlqa_bench_train_selector", path)
+    path = Path(__file__).resolve().parent.parent / "bench" / f"{script}.py"
+    spec = importlib.util.spec_from_file_location(f"dmlqa_bench_{script}", path)
     assert spec is not None and spec.loader is not None
     module = importlib.util.module_from_spec(spec)
     sys.modules[spec.name] = module  # its dataclasses look their module up there
@@ -1045,17 +1045,7 @@ def test_the_curve_ranks_the_best_scored_positive_and_draws_whole_works() -> Non
     """``selector_trials.py curve``'s counts: the best-scored positive of a pool ranks second when a negative
     scores above it (-1 with none); a learning curve's share draws whole works, so that no work is half seen, and
     at least one."""
-    import importlib.util
-    import sys
-    from pathlib import Path
-
-    path = Path(__file__).resolve().parent.parent / "bench" / "selector_trials.py"
-    spec = importlib.util.spec_from_file_location("dmlqa_bench_selector_trials", path)
-    assert spec is not None and spec.loader is not None
-    trials = importlib.util.module_from_spec(spec)
-    sys.modules[spec.name] = trials
-    spec.loader.exec_module(trials)
-
+    trials = _bench("selector_trials")
     scores = np.array([0.1, 0.9, 0.5, 0.3])
     assert trials.first_positive(scores, np.array([True, False, True, False])) == 1
     assert trials.first_positive(scores, np.array([False, True, False, False])) == 0
@@ -1074,14 +1064,7 @@ def test_the_question_adapter_learns_to_turn_questions_towards_the_answering_sen
     (the question's first half of the space, shifted into the second), while a distractor sits nearer the
     question: fitted on 40 such questions, the turned question finds the answer first in every question it
     did not see; the plain one seldom does."""
-    import importlib.util
-    from pathlib import Path
-
-    path = Path(__file__).resolve().parent.parent / "bench" / "question_adapter.py"
-    spec = importlib.util.spec_from_file_location("dmlqa_bench_question_adapter", path)
-    assert spec is not None and spec.loader is not None
-    adapter = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(adapter)
+    adapter = _bench("question_adapter")
 
     rng = np.random.default_rng(0)
     half = 4
