@@ -473,8 +473,11 @@ def main() -> None:
     ap.add_argument("--results", type=Path, help="where run (or curve) writes its JSON (default: "
                     "bench/results/selector_trials.json, or selector_curve.json)")
     ap.add_argument("step", choices=["prepare", "run", "curve"])
-    ap.add_argument("trials", nargs="*", default=list(TRIALS), help=f"of {', '.join(TRIALS)} (default: all)")
+    ap.add_argument("trials", nargs="*", help=f"run's trials, of {', '.join(TRIALS)} (default: all)")
     args = ap.parse_args()
+    if args.trials and args.step != "run":
+        ap.error(f"{args.step} takes no trial names (it reads the shipped model's features): {' '.join(args.trials)}")
+    args.trials = args.trials or list(TRIALS)
     prepared_path = args.prepared or args.cache.with_suffix(".trials" + args.cache.suffix)
     kb = KnowledgeBase(args.home)
     if args.step == "prepare":
