@@ -15,6 +15,7 @@ import sys
 from pathlib import Path
 
 import pytest
+from benchload import bench_script
 
 ROOT = Path(__file__).resolve().parents[1]
 SCALE = ROOT / "bench" / "scale.py"
@@ -113,12 +114,9 @@ def test_standin_vectors_do_not_depend_on_the_process() -> None:
 
 
 def test_standin_is_an_encoder_whose_vectors_follow_shared_words() -> None:
-    sys.path.insert(0, str(BENCH))
-    try:
-        import numpy as np
-        import standin
-    finally:
-        sys.path.remove(str(BENCH))
+    import numpy as np
+
+    standin = bench_script("standin")
     enc = standin.StandinEncoder()
     vecs = enc.encode(["pipeline parallelism splits layers into stages",
                        "pipeline parallelism assigns layers to stages",

@@ -8,6 +8,7 @@ from dataclasses import replace
 
 import numpy as np
 import pytest
+from benchload import bench_script
 
 from dmlqa.extract.sentences import CAPTION, ITEM, LISTING, PROSE, ROW, SNIPPET
 from dmlqa.models import Hit
@@ -985,20 +986,6 @@ def test_the_best_sentence_brings_the_sentences_after_it_it_reads_on() -> None:
 # -- the refit's refusal cut (bench/train_selector.py) ------------------------------------------------------
 
 
-def _bench(script: str = "train_selector"):  # noqa: ANN202 - a bench script is no package: loaded from its file
-    import importlib.util
-    import sys
-    from pathlib import Path
-
-    path = Path(__file__).resolve().parent.parent / "bench" / f"{script}.py"
-    spec = importlib.util.spec_from_file_location(f"dmlqa_bench_{script}", path)
-    assert spec is not None and spec.loader is not None
-    module = importlib.util.module_from_spec(spec)
-    sys.modules[spec.name] = module  # its dataclasses look their module up there
-    spec.loader.exec_module(module)
-    return module
-
-
 def _item(best: float, answerable: bool, absent: tuple[str, ...] = (), near: float = 0.5):  # noqa: ANN202
     from types import SimpleNamespace
 
@@ -1011,7 +998,7 @@ def test_a_cut_settles_where_few_questions_are_not_in_a_hairline_gap() -> None:
     """Counted hard, the fewest mistakes sit between 0.295 (unanswerable) and 0.30 (answerable); smeared,
     that cut pays for the three answerable questions just above it, and the cut goes below 0.295."""
     values = [(0.30, True), (0.31, True), (0.32, True), (0.5, True), (0.8, True), (0.1, False), (0.295, False)]
-    cut = _bench().best_cut(values)
+    cut = bench_script("train_selector").best_cut(values)
     assert 0.1 < cut < 0.295
 
 
@@ -1021,7 +1008,7 @@ def test_the_refusal_cut_refuses_the_weak_question_no_check_caught_before() -> N
     move the cut."""
     items, scores = zip(*[_item(0.3, True), _item(0.5, True), _item(0.8, True), _item(0.1, False),
                           _item(0.9, False, ("torchtitan",)), _item(0.95, False, near=0.0)], strict=True)
-    cut = _bench().refuse_cut(list(items), list(scores), 0.2)
+    cut = bench_script("train_selector").refuse_cut(list(items), list(scores), 0.2)
     assert 0.1 < cut < 0.3
 
 
@@ -1029,7 +1016,7 @@ def test_with_every_unanswerable_question_refused_before_the_cut_refuses_no_answ
     """A cut fitted to refuse a share of the answerable questions would refuse the weakest (0.04): with no
     unanswerable question left for it, the cut goes under every answerable one."""
     items, scores = zip(*[_item(0.04, True), _item(0.5, True), _item(0.7, False, ("Hivemind",))], strict=True)
-    assert _bench().refuse_cut(list(items), list(scores), 0.2) < 0.04
+    assert bench_script("train_selector").refuse_cut(list(items), list(scores), 0.2) < 0.04
 
 
 def test_the_off_topic_cut_passes_every_answerable_question_it_can() -> None:
@@ -1037,7 +1024,7 @@ def test_the_off_topic_cut_passes_every_answerable_question_it_can() -> None:
     are not; a question refused by name does not count."""
     items = [_item(0.5, True, near=n)[0] for n in (0.25, 0.4, 0.5, 0.6)]
     items += [_item(0.5, False, near=n)[0] for n in (-0.05, 0.02)] + [_item(0.5, False, ("pjit",), near=0.7)[0]]
-    cut = _bench().off_topic_cut(items)
+    cut = bench_script("train_selector").off_topic_cut(items)
     assert 0.02 < cut < 0.25
 
 
@@ -1045,7 +1032,7 @@ def test_the_curve_ranks_the_best_scored_positive_and_draws_whole_works() -> Non
     """``selector_trials.py curve``'s counts: the best-scored positive of a pool ranks second when a negative
     scores above it (-1 with none); a learning curve's share draws whole works, so that no work is half seen, and
     at least one."""
-    trials = _bench("selector_trials")
+    trials = bench_script("selector_trials")
     scores = np.array([0.1, 0.9, 0.5, 0.3])
     assert trials.first_positive(scores, np.array([True, False, True, False])) == 1
     assert trials.first_positive(scores, np.array([False, True, False, False])) == 0
@@ -1064,7 +1051,7 @@ def test_the_question_adapter_learns_to_turn_questions_towards_the_answering_sen
     (the question's first half of the space, shifted into the second), while a distractor sits nearer the
     question: fitted on 40 such questions, the turned question finds the answer first in every question it
     did not see; the plain one seldom does."""
-    adapter = _bench("question_adapter")
+    adapter = bench_script("question_adapter")
 
     rng = np.random.default_rng(0)
     half = 4

@@ -3,7 +3,6 @@ written as, the encoder that runs it, and the features it gives, on models and p
 
 from __future__ import annotations
 
-import importlib.util
 import json
 import logging
 import os
@@ -12,6 +11,7 @@ from types import SimpleNamespace
 
 import numpy as np
 import pytest
+from benchload import bench_script
 from safetensors.numpy import load_file, save_file
 
 from dmlqa.extract.sentences import PROSE
@@ -22,8 +22,6 @@ from dmlqa.query.search import Searcher
 from dmlqa.query.selector import default_selector, load_selector
 from dmlqa.query.tuning import QuestionTuning, TuningError, materialise, prepare, question_encoder
 from dmlqa.settings import BUNDLED_MODEL, load_settings
-
-BENCH = Path(__file__).resolve().parent.parent / "bench"
 
 
 def _tiny_model(path: Path) -> Path:
@@ -191,16 +189,7 @@ def test_a_build_that_cannot_prepare_the_tuned_encoder_says_so_and_goes_on(tmp_p
 def test_bench_deltas_rebuild_the_tuned_model_from_the_installed_one(tmp_path: Path) -> None:
     """bench/question_tuning.py's BitFit moves only biases and layer norms, and the deltas it reports, added to
     the installed model (materialise) and loaded as any model is, give the vectors the tuned model gives."""
-    spec = importlib.util.spec_from_file_location("dmlqa_bench_question_tuning", BENCH / "question_tuning.py")
-    assert spec is not None and spec.loader is not None
-    import sys
-
-    sys.path.insert(0, str(BENCH))
-    try:
-        qt = importlib.util.module_from_spec(spec)
-        spec.loader.exec_module(qt)
-    finally:
-        sys.path.remove(str(BENCH))
+    qt = bench_script("question_tuning")
     bert, tokenizer = qt.load_bert(str(model_dir(BUNDLED_MODEL)))
     rng = np.random.default_rng(0)
     texts = ["How does ZeRO-3 partition optimizer state?", "What does pipeline parallelism split?"]
