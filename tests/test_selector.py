@@ -8,7 +8,7 @@ from dataclasses import replace
 
 import numpy as np
 import pytest
-from benchload import bench_script
+from benchload import BENCH, bench_script
 
 from dmlqa.extract.sentences import CAPTION, ITEM, LISTING, PROSE, ROW, SNIPPET
 from dmlqa.models import Hit
@@ -1026,6 +1026,21 @@ def test_the_off_topic_cut_passes_every_answerable_question_it_can() -> None:
     items += [_item(0.5, False, near=n)[0] for n in (-0.05, 0.02)] + [_item(0.5, False, ("pjit",), near=0.7)[0]]
     cut = bench_script("train_selector").off_topic_cut(items)
     assert 0.02 < cut < 0.25
+
+
+def test_the_trials_script_refuses_trial_names_for_a_step_that_fits_none(tmp_path) -> None:  # noqa: ANN001
+    """``selector_trials.py curve lr`` (or ``prepare lr``) would fit no trial named: it says so and exits 2 before it
+    reads a home, where it took the names and ignored them."""
+    import subprocess
+    import sys
+
+    for step in ("curve", "prepare"):
+        proc = subprocess.run([sys.executable, str(BENCH / "selector_trials.py"), "--home", str(tmp_path / "none"),
+                               "--cache", str(tmp_path / "pools.pkl"), step, "lr", "gbt"],
+                              capture_output=True, text=True, timeout=120, check=False)
+        assert proc.returncode == 2, proc.stderr
+        assert f"{step} takes no trial names" in proc.stderr and "lr gbt" in proc.stderr
+    assert not (tmp_path / "none").exists()
 
 
 def test_the_curve_ranks_the_best_scored_positive_and_draws_whole_works() -> None:
